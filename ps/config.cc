@@ -1,0 +1,172 @@
+#include "ps/internal/config.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace ps {
+namespace {
+
+using Getenv = std::function<const char*(const char*)>;
+
+// Value of `name`, else of its ps-lite alias, else nullptr.
+const char* Lookup(const Getenv& getenv, const char* name, const char* alias) {
+  const char* v = getenv(name);
+  if ((!v || !*v) && alias) v = getenv(alias);
+  return v && *v ? v : nullptr;
+}
+
+Status ParseInt(const char* name, const char* text, int64_t lo, int64_t hi, int64_t* out) {
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text, &end, 10);
+  if (errno || end == text || *end || v < lo || v > hi) {
+    return Status::InvalidArgument(std::string(name) + "='" + text + "' is not an integer in [" +
+                                   std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  *out = v;
+  return Status::OK();
+}
+
+// The IPv4 address of a network interface, or "" if it has none.
+std::string AddressOfInterface(const std::string& name) {
+  std::string found;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return found;
+  for (ifaddrs* it = list; it; it = it->ifa_next) {
+    if (!it->ifa_addr || it->ifa_addr->sa_family != AF_INET || name != it->ifa_name) continue;
+    char buf[INET_ADDRSTRLEN];
+    auto* sin = reinterpret_cast<sockaddr_in*>(it->ifa_addr);
+    if (inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof(buf))) found = buf;
+    break;
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+// The first non-loopback IPv4 address that is up, or "" if there is none.
+std::string FirstExternalAddress() {
+  std::string found;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return found;
+  for (ifaddrs* it = list; it; it = it->ifa_next) {
+    if (!it->ifa_addr || it->ifa_addr->sa_family != AF_INET) continue;
+    if ((it->ifa_flags & IFF_LOOPBACK) || !(it->ifa_flags & IFF_UP)) continue;
+    char buf[INET_ADDRSTRLEN];
+    auto* sin = reinterpret_cast<sockaddr_in*>(it->ifa_addr);
+    if (inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof(buf))) {
+      found = buf;
+      break;
+    }
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+bool IsLoopback(const std::string& host) {
+  return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
+}
+
+}  // namespace
+
+Status Config::FromEnvironment(Config* c) {
+  return FromEnvironment(c, [](const char* name) { return std::getenv(name); });
+}
+
+Status Config::FromEnvironment(Config* c, const Getenv& getenv) {
+  Config cfg;
+  const char* role = Lookup(getenv, "PS_ROLE", "DMLC_ROLE");
+  if (!role) {
+    return Status::InvalidArgument(
+        "PS_ROLE is not set (expected scheduler, server or worker); start nodes with "
+        "tracker/launch, which sets it");
+  }
+  std::string r = role;
+  if (r == "scheduler") {
+    cfg.role = Node::kSchedulerRole;
+  } else if (r == "server") {
+    cfg.role = Node::kServerRole;
+  } else if (r == "worker") {
+    cfg.role = Node::kWorkerRole;
+  } else {
+    return Status::InvalidArgument("PS_ROLE='" + r + "' is not scheduler, server or worker");
+  }
+
+  int64_t v = 0;
+  const char* text = Lookup(getenv, "PS_NUM_WORKER", "DMLC_NUM_WORKER");
+  if (!text) return Status::InvalidArgument("PS_NUM_WORKER is not set (number of workers, >= 1)");
+  Status s = ParseInt("PS_NUM_WORKER", text, 1, 1 << 20, &v);
+  if (!s.ok()) return s;
+  cfg.num_workers = static_cast<int>(v);
+
+  text = Lookup(getenv, "PS_NUM_SERVER", "DMLC_NUM_SERVER");
+  if (!text) return Status::InvalidArgument("PS_NUM_SERVER is not set (number of servers, >= 1)");
+  if (!(s = ParseInt("PS_NUM_SERVER", text, 1, 1 << 20, &v)).ok()) return s;
+  cfg.num_servers = static_cast<int>(v);
+
+  text = Lookup(getenv, "PS_SCHEDULER_URI", "DMLC_PS_ROOT_URI");
+  if (!text) return Status::InvalidArgument("PS_SCHEDULER_URI is not set (the scheduler's host)");
+  cfg.scheduler_host = text;
+
+  text = Lookup(getenv, "PS_SCHEDULER_PORT", "DMLC_PS_ROOT_PORT");
+  if (!text) return Status::InvalidArgument("PS_SCHEDULER_PORT is not set (the scheduler's port)");
+  if (!(s = ParseInt("PS_SCHEDULER_PORT", text, 1, 65535, &v)).ok()) return s;
+  cfg.scheduler_port = static_cast<int>(v);
+
+  if ((text = Lookup(getenv, "PS_TRANSPORT", nullptr))) {
+    cfg.transport = text;
+    if (cfg.transport != "tcp" && cfg.transport != "ipc") {
+      return Status::InvalidArgument("PS_TRANSPORT='" + cfg.transport + "' is not tcp or ipc");
+    }
+  } else if ((text = Lookup(getenv, "DMLC_LOCAL", nullptr)) && std::string(text) == "1") {
+    cfg.transport = "ipc";
+  }
+
+  if ((text = Lookup(getenv, "PS_INTERFACE", "DMLC_INTERFACE"))) cfg.interface = text;
+  if ((text = Lookup(getenv, "PS_NODE_HOST", "DMLC_NODE_HOST"))) {
+    cfg.node_host = text;
+  } else if (!cfg.interface.empty()) {
+    cfg.node_host = AddressOfInterface(cfg.interface);
+    if (cfg.node_host.empty()) {
+      return Status::InvalidArgument("PS_INTERFACE='" + cfg.interface +
+                                     "' has no IPv4 address; set PS_NODE_HOST instead");
+    }
+  } else if (IsLoopback(cfg.scheduler_host)) {
+    cfg.node_host = "127.0.0.1";
+  } else {
+    cfg.node_host = FirstExternalAddress();
+    if (cfg.node_host.empty()) cfg.node_host = "127.0.0.1";
+  }
+  if (cfg.role == Node::kSchedulerRole) {
+    cfg.node_port = cfg.scheduler_port;
+  } else if ((text = Lookup(getenv, "PS_PORT", "DMLC_NODE_PORT"))) {
+    if (!(s = ParseInt("PS_PORT", text, 0, 65535, &v)).ok()) return s;
+    cfg.node_port = static_cast<int>(v);
+  }
+  if ((text = Lookup(getenv, "PS_RANK", nullptr))) {
+    if (!(s = ParseInt("PS_RANK", text, 0, 1 << 20, &v)).ok()) return s;
+    cfg.rank_hint = static_cast<int>(v);
+  }
+  if ((text = Lookup(getenv, "PS_RING_VIRTUAL_NODES", nullptr))) {
+    if (!(s = ParseInt("PS_RING_VIRTUAL_NODES", text, 1, 1 << 16, &v)).ok()) return s;
+    cfg.ring_virtual_nodes = static_cast<int>(v);
+  }
+  if ((text = Lookup(getenv, "PS_START_TIMEOUT", nullptr))) {
+    if (!(s = ParseInt("PS_START_TIMEOUT", text, 1, 1 << 24, &v)).ok()) return s;
+    cfg.start_timeout_s = static_cast<int>(v);
+  }
+  if ((text = Lookup(getenv, "PS_MAX_MESSAGE_BYTES", nullptr))) {
+    if (!(s = ParseInt("PS_MAX_MESSAGE_BYTES", text, 1024, int64_t{1} << 40, &v)).ok()) return s;
+    cfg.max_message_bytes = v;
+  }
+  if ((text = Lookup(getenv, "PS_VERBOSE", nullptr))) cfg.verbose = std::string(text) != "0";
+  *c = cfg;
+  return Status::OK();
+}
+
+}  // namespace ps

@@ -1,0 +1,52 @@
+#include "ps/internal/consistent_hash_ring.h"
+
+#include <algorithm>
+
+namespace ps {
+namespace {
+
+// SplitMix64's finaliser: a bijection on 64-bit values with good avalanche, so
+// consecutive keys land far apart on the ring.
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+uint64_t ConsistentHashRing::HashKey(Key key) { return Mix(key); }
+
+ConsistentHashRing::ConsistentHashRing(int num_servers, int virtual_nodes)
+    : ConsistentHashRing(
+          [num_servers] {
+            std::vector<int> r(std::max(num_servers, 0));
+            for (int i = 0; i < num_servers; ++i) r[i] = i;
+            return r;
+          }(),
+          virtual_nodes) {}
+
+ConsistentHashRing::ConsistentHashRing(const std::vector<int>& server_ranks, int virtual_nodes)
+    : servers_(server_ranks), virtual_nodes_(std::max(virtual_nodes, 1)) {
+  points_.reserve(servers_.size() * virtual_nodes_);
+  for (int rank : servers_) {
+    for (int v = 0; v < virtual_nodes_; ++v) {
+      // The point depends on (rank, v) only, so a server keeps its points when
+      // others join or leave. The distinct salt keeps point hashes unrelated to key
+      // hashes.
+      uint64_t seed = (static_cast<uint64_t>(rank) << 32) ^ static_cast<uint64_t>(v);
+      points_.emplace_back(Mix(Mix(seed) ^ 0x485244505352494eULL), rank);
+    }
+  }
+  std::sort(points_.begin(), points_.end());
+}
+
+int ConsistentHashRing::ServerOf(Key key) const {
+  uint64_t h = HashKey(key);
+  auto it = std::lower_bound(points_.begin(), points_.end(), std::make_pair(h, -1));
+  if (it == points_.end()) it = points_.begin();
+  return it->second;
+}
+
+}  // namespace ps

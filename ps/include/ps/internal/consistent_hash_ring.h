@@ -1,0 +1,49 @@
+// ConsistentHashRing: places keys on servers.
+//
+// Each server owns `virtual_nodes` points on a 64-bit ring; a key belongs to the
+// server owning the first point at or after the key's hash (wrapping around). With
+// many points per server the load is even, and adding or removing one server moves
+// only about 1/N of the keys. The placement depends only on the server ranks and the
+// number of points, so every worker computes the same ring without talking.
+//
+// Thread safety: immutable after construction; safe to share across threads.
+#ifndef PS_INTERNAL_CONSISTENT_HASH_RING_H_
+#define PS_INTERNAL_CONSISTENT_HASH_RING_H_
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "ps/base.h"
+
+namespace ps {
+
+class ConsistentHashRing {
+ public:
+  ConsistentHashRing() = default;
+  // A ring over `server_ranks` (distinct, any order). An empty list makes an empty
+  // ring, on which ServerOf must not be called.
+  ConsistentHashRing(const std::vector<int>& server_ranks, int virtual_nodes);
+  // A ring over ranks 0..num_servers-1.
+  ConsistentHashRing(int num_servers, int virtual_nodes);
+
+  // The rank of the server that owns `key`.
+  int ServerOf(Key key) const;
+
+  bool empty() const { return points_.empty(); }
+  const std::vector<int>& servers() const { return servers_; }
+  int virtual_nodes() const { return virtual_nodes_; }
+
+  // The 64-bit hash keys are placed by (a bijective mixer, so distinct keys never
+  // collide on the ring's input).
+  static uint64_t HashKey(Key key);
+
+ private:
+  std::vector<std::pair<uint64_t, int>> points_;  // sorted by position
+  std::vector<int> servers_;
+  int virtual_nodes_ = 0;
+};
+
+}  // namespace ps
+
+#endif  // PS_INTERNAL_CONSISTENT_HASH_RING_H_

@@ -1,0 +1,35 @@
+// KVPairs and KVMeta: the data and the header of one KV request, as apps see them.
+#ifndef PS_KV_PAIRS_H_
+#define PS_KV_PAIRS_H_
+
+#include "ps/base.h"
+#include "ps/sarray.h"
+
+namespace ps {
+
+// A list of keys with their values. Keys are sorted ascending and unique. If lens is
+// empty every key has vals.size() / keys.size() values; otherwise key i has lens[i]
+// values and they follow each other in vals in key order.
+template <typename Val>
+struct KVPairs {
+  SArray<Key> keys;
+  SArray<Val> vals;
+  SArray<int> lens;
+  int priority = 0;
+};
+
+// The header of a request, as a server's request handle sees it. Pass it back to
+// KVServer::Response to answer that request.
+struct KVMeta {
+  int cmd = 0;          // the cmd argument of the worker's Push/Pull
+  bool push = false;    // the request carries values to apply
+  bool pull = false;    // the requester wants values back
+  int sender = 0;       // node id of the requester
+  int timestamp = 0;    // the requester's request timestamp
+  int customer_id = 0;  // the requester's customer id
+  int app_id = 0;
+};
+
+}  // namespace ps
+
+#endif  // PS_KV_PAIRS_H_

@@ -1,0 +1,187 @@
+// KVServer<Val>: a server app. Every KV request for its app id reaches the request
+// handle, which must answer each request exactly once with Response (or
+// ResponseError), now or later, from any thread.
+//
+// Threading: the handle runs on the node's receive thread, one request at a time,
+// in arrival order, so requests from one worker are handled in the order they were
+// issued (per-key FIFO). A handle that blocks holds up the whole node.
+//
+// Malformed requests (unsorted keys, a value type other than Val, lens that do not add
+// up) never reach the handle: the requester gets an InvalidArgument status back.
+#ifndef PS_KV_SERVER_H_
+#define PS_KV_SERVER_H_
+
+#include <glog/logging.h>
+
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "ps/base.h"
+#include "ps/internal/customer.h"
+#include "ps/internal/kv_message.h"
+#include "ps/internal/postoffice.h"
+#include "ps/kv_pairs.h"
+#include "ps/sarray.h"
+#include "ps/status.h"
+
+namespace ps {
+
+template <typename Val>
+class KVServer {
+ public:
+  using ReqHandle =
+      std::function<void(const KVMeta& req_meta, const KVPairs<Val>& req_data, KVServer* server)>;
+
+  // Serves app_id. Requests that arrive before the handle is set are held and
+  // delivered, in order, once it is. Throws ps::Error before ps::Start.
+  explicit KVServer(int app_id)
+      : customer_(std::make_unique<Customer>(
+            app_id, app_id, [this](Message& msg) { Process(msg); }, /*open_now=*/false)) {}
+  virtual ~KVServer() { customer_.reset(); }
+
+  // Sets the handle and starts serving. Call once, before Finalize.
+  void set_request_handle(const ReqHandle& request_handle) {
+    if (!request_handle) throw Error("KVServer::set_request_handle: empty handle");
+    request_handle_ = request_handle;
+    customer_->Open();
+  }
+
+  // Answers the request `req`. For a pull, `res` carries the keys asked for (in the
+  // same order) and their values. Thread-safe.
+  void Response(const KVMeta& req, const KVPairs<Val>& res = KVPairs<Val>()) {
+    Message msg = Answer(req);
+    if (!res.keys.empty()) AppendKVPairs(res, &msg);
+    Send(msg);
+  }
+
+  // Answers the request `req` with an error; the worker's Wait returns it.
+  void ResponseError(const KVMeta& req, const Status& status) {
+    Message msg = Answer(req);
+    msg.meta.status_code = static_cast<int>(status.code());
+    msg.meta.status_message = status.message();
+    Send(msg);
+  }
+
+  int app_id() const { return customer_->app_id(); }
+
+ private:
+  Message Answer(const KVMeta& req) {
+    Message msg;
+    msg.meta.app_id = customer_->app_id();
+    msg.meta.customer_id = req.customer_id;
+    msg.meta.request = false;
+    msg.meta.push = req.push;
+    msg.meta.pull = req.pull;
+    msg.meta.head = req.cmd;
+    msg.meta.timestamp = req.timestamp;
+    msg.meta.recipient = req.sender;
+    return msg;
+  }
+
+  void Send(Message& msg) {
+    Status s = Postoffice::Get()->Send(msg);
+    if (!s.ok()) LOG(WARNING) << "cannot answer node " << msg.meta.recipient << ": " << s;
+  }
+
+  void Process(Message& msg) {
+    if (!msg.meta.request) return;
+    KVMeta meta;
+    meta.cmd = msg.meta.head;
+    meta.push = msg.meta.push;
+    meta.pull = msg.meta.pull;
+    meta.sender = msg.meta.sender;
+    meta.timestamp = msg.meta.timestamp;
+    meta.customer_id = msg.meta.customer_id;
+    meta.app_id = msg.meta.app_id;
+    KVPairs<Val> data;
+    Status s = ParseKVPairs<Val>(msg, /*need_sorted=*/true, &data);
+    if (s.ok() && meta.push && data.vals.empty() && !data.keys.empty()) {
+      s = Status::InvalidArgument("push without values");
+    }
+    if (!s.ok()) {
+      LOG(WARNING) << "rejected request " << msg.meta.timestamp << " from node "
+                   << msg.meta.sender << ": " << s.message();
+      ResponseError(meta, Status::InvalidArgument("rejected by server: " + s.message()));
+      return;
+    }
+    request_handle_(meta, data, this);
+  }
+
+  ReqHandle request_handle_;
+  std::unique_ptr<Customer> customer_;  // last: destroyed first, so no handler runs after
+};
+
+// The default request handle: a key-value store. A push adds its values into the
+// stored ones (the first push of a key stores them); a pull returns them. A key keeps
+// the length of its first push; a push with another length, or a pull of a key never
+// pushed, is answered with an error and changes nothing.
+template <typename Val>
+struct KVServerDefaultHandle {
+  void operator()(const KVMeta& req_meta, const KVPairs<Val>& req_data, KVServer<Val>* server) {
+    size_t n = req_data.keys.size();
+    size_t width = n && req_data.lens.empty() ? req_data.vals.size() / n : 0;
+    if (req_meta.push) {
+      // Check every key before changing any, so a failed push changes nothing.
+      size_t from = 0;
+      for (size_t i = 0; i < n; ++i) {
+        size_t len = req_data.lens.empty() ? width : static_cast<size_t>(req_data.lens[i]);
+        auto it = store.find(req_data.keys[i]);
+        if (it != store.end() && it->second.size() != len) {
+          server->ResponseError(
+              req_meta, Status::InvalidArgument(
+                            "key " + std::to_string(req_data.keys[i]) + " holds " +
+                            std::to_string(it->second.size()) + " values; the push has " +
+                            std::to_string(len)));
+          return;
+        }
+        from += len;
+      }
+      from = 0;
+      for (size_t i = 0; i < n; ++i) {
+        size_t len = req_data.lens.empty() ? width : static_cast<size_t>(req_data.lens[i]);
+        const Val* v = req_data.vals.data() + from;
+        auto& stored = store[req_data.keys[i]];
+        if (stored.empty()) {
+          stored.assign(v, v + len);
+        } else {
+          for (size_t j = 0; j < len; ++j) stored[j] += v[j];
+        }
+        from += len;
+      }
+    }
+    if (!req_meta.pull) {
+      server->Response(req_meta);
+      return;
+    }
+    KVPairs<Val> res;
+    res.keys = req_data.keys;
+    res.lens.resize(n);
+    size_t total = 0;
+    for (size_t i = 0; i < n; ++i) {
+      auto it = store.find(req_data.keys[i]);
+      if (it == store.end()) {
+        server->ResponseError(req_meta, Status::NotFound("key " + std::to_string(req_data.keys[i]) +
+                                                         " was never pushed"));
+        return;
+      }
+      res.lens[i] = static_cast<int>(it->second.size());
+      total += it->second.size();
+    }
+    res.vals.resize(total);
+    size_t out = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const auto& stored = store[req_data.keys[i]];
+      std::copy(stored.begin(), stored.end(), res.vals.data() + out);
+      out += stored.size();
+    }
+    server->Response(req_meta, res);
+  }
+
+  std::unordered_map<Key, std::vector<Val>> store;
+};
+
+}  // namespace ps
+
+#endif  // PS_KV_SERVER_H_

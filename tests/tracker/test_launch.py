@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""Tests for tracker/launch, the HerdPS job launcher.
+
+Nodes are small Python / shell programs, so no C++ build is needed. Every
+node command carries a per-test marker string in its argv, which lets the
+tests check through /proc that no node (or node descendant) survives the
+launcher, and lets tearDown kill any survivor so a failing test leaves
+nothing behind.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LAUNCH = os.path.normpath(os.path.join(HERE, "..", "..", "tracker", "launch"))
+LIMIT_S = 30
+
+# Node program run as `python3 -c NODE MODE MARKER`. Every mode first starts
+# a grandchild that sleeps, so that cleanup of whole process groups is
+# exercised too, then says "ready".
+NODE = r"""
+import os, signal, subprocess, sys, time
+mode, marker = sys.argv[1], sys.argv[2]
+role, rank = os.environ["PS_ROLE"], int(os.environ["PS_RANK"])
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
+                  marker + "-grandchild"])
+print("ready", flush=True)
+me = role == "worker" and rank == 1
+if mode == "fail" and me:
+    time.sleep(0.5)
+    sys.exit(1)
+if mode == "signal" and me:
+    time.sleep(0.5)
+    os.kill(os.getpid(), signal.SIGKILL)
+if mode == "escape":
+    # A descendant in its own session keeps the output pipe open after the
+    # node exits; the launcher must not wait for it.
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
+                      marker + "-escaped"], start_new_session=True)
+    sys.exit(0)
+time.sleep(60)
+"""
+
+
+def marker_pids(marker):
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        if marker.encode() in cmdline:
+            pids.append(int(entry))
+    return pids
+
+
+class LaunchTest(unittest.TestCase):
+    def setUp(self):
+        self.marker = f"herdps-launch-test-{uuid.uuid4().hex}"
+
+    def tearDown(self):
+        for pid in marker_pids(self.marker):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def launch(self, *args, **kw):
+        return subprocess.run([sys.executable, LAUNCH, *args],
+                              capture_output=True, text=True,
+                              timeout=LIMIT_S, **kw)
+
+    def node_cmd(self, mode):
+        return [sys.executable, "-c", NODE, mode, self.marker]
+
+    def assert_nothing_left(self):
+        # A SIGKILLed process can take a moment to disappear from /proc.
+        deadline = time.monotonic() + 1.0
+        while marker_pids(self.marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(marker_pids(self.marker), [])
+
+    def wait_for_processes(self, count):
+        deadline = time.monotonic() + LIMIT_S
+        while len(marker_pids(self.marker)) < count:
+            self.assertLess(time.monotonic(), deadline, "nodes never started")
+            time.sleep(0.05)
+
+    def test_launcher_is_executable(self):
+        self.assertTrue(os.access(LAUNCH, os.X_OK))
+
+    def test_all_nodes_succeed(self):
+        echo = ('echo "$PS_ROLE $PS_RANK $PS_NUM_WORKER $PS_NUM_SERVER '
+                '$PS_SCHEDULER_URI $PS_SCHEDULER_PORT $PS_NODE_HOST '
+                '$PS_TRANSPORT"; '
+                'echo "dmlc $DMLC_ROLE $DMLC_NUM_WORKER $DMLC_NUM_SERVER '
+                '$DMLC_PS_ROOT_URI $DMLC_PS_ROOT_PORT $DMLC_NODE_HOST"; '
+                'echo "to stderr" >&2')
+        r = self.launch("-n", "3", "-s", "2", "--", "sh", "-c", echo)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        ports = set()
+        for label, role, rank in [("scheduler", "scheduler", 0),
+                                  ("server 0", "server", 0),
+                                  ("server 1", "server", 1),
+                                  ("worker 0", "worker", 0),
+                                  ("worker 1", "worker", 1),
+                                  ("worker 2", "worker", 2)]:
+            mine = [l[len(label) + 3:] for l in lines
+                    if l.startswith(f"[{label}] ")]
+            self.assertEqual(len(mine), 3, r.stdout)
+            ps = mine[0].split()
+            self.assertEqual(ps[:5], [role, str(rank), "3", "2", "127.0.0.1"])
+            self.assertEqual(ps[6:], ["127.0.0.1", "tcp"])
+            self.assertEqual(
+                mine[1].split(),
+                ["dmlc", role, "3", "2", "127.0.0.1", ps[5], "127.0.0.1"])
+            self.assertIn("to stderr", mine)
+            ports.add(ps[5])
+        self.assertEqual(len(ports), 1)
+        self.assertTrue(1 <= int(ports.pop()) <= 65535)
+
+    def test_output_is_line_prefixed_and_decoded(self):
+        script = r"printf 'a\nb\377c\nno newline'"
+        r = self.launch("-n", "1", "-s", "1", "--", "sh", "-c", script)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = [l for l in r.stdout.splitlines() if l.startswith("[worker 0]")]
+        self.assertEqual(lines, ["[worker 0] a", "[worker 0] b\ufffdc",
+                                 "[worker 0] no newline"])
+
+    def test_no_output_is_lost(self):
+        r = self.launch("-n", "2", "-s", "1", "--", "sh", "-c",
+                        'i=0; while [ $i -lt 5000 ]; do echo "line $i"; '
+                        'i=$((i+1)); done')
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for label in ["scheduler", "server 0", "worker 0", "worker 1"]:
+            mine = [l for l in r.stdout.splitlines()
+                    if l.startswith(f"[{label}] line ")]
+            self.assertEqual(len(mine), 5000, label)
+            self.assertEqual(mine[-1], f"[{label}] line 4999")
+
+    def test_failure_stops_everything(self):
+        start = time.monotonic()
+        r = self.launch("-n", "3", "-s", "2", "--", *self.node_cmd("fail"))
+        elapsed = time.monotonic() - start
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertLess(elapsed, 10)
+        self.assertIn("launch: worker 1 exited with code 1; stopping the "
+                      "other nodes", r.stderr)
+        self.assertIn("[worker 0] ready", r.stdout)
+        self.assert_nothing_left()
+
+    def test_signal_death_is_a_failure(self):
+        start = time.monotonic()
+        r = self.launch("-n", "2", "-s", "1", "--", *self.node_cmd("signal"))
+        self.assertLess(time.monotonic() - start, 10)
+        self.assertEqual(r.returncode, 128 + signal.SIGKILL, r.stderr)
+        self.assertIn("worker 1 was killed by signal 9", r.stderr)
+        self.assert_nothing_left()
+
+    def test_timeout(self):
+        start = time.monotonic()
+        r = self.launch("-n", "2", "-s", "1", "--timeout", "1", "--",
+                        *self.node_cmd("sleep"))
+        self.assertLess(time.monotonic() - start, 10)
+        self.assertEqual(r.returncode, 124, r.stderr)
+        self.assertIn("launch: timeout after 1 s; stopping all nodes", r.stderr)
+        self.assert_nothing_left()
+
+    def _interrupt(self, sig, expected):
+        proc = subprocess.Popen(
+            [sys.executable, LAUNCH, "-n", "2", "-s", "1", "--",
+             *self.node_cmd("sleep")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            # 4 nodes, each with one grandchild.
+            self.wait_for_processes(8)
+            start = time.monotonic()
+            proc.send_signal(sig)
+            out, err = proc.communicate(timeout=LIMIT_S)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self.assertLess(time.monotonic() - start, 10)
+        self.assertEqual(proc.returncode, expected, err)
+        self.assert_nothing_left()
+
+    def test_sigint(self):
+        self._interrupt(signal.SIGINT, 130)
+
+    def test_sigterm(self):
+        self._interrupt(signal.SIGTERM, 143)
+
+    def test_escaped_descendant_does_not_block_exit(self):
+        start = time.monotonic()
+        r = self.launch("-n", "1", "-s", "1", "--", *self.node_cmd("escape"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertLess(time.monotonic() - start, 10)
+        self.assertIn("[worker 0] ready", r.stdout)
+
+    def test_usage_errors(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            flag = os.path.join(tmp, "started")
+            touch = ["sh", "-c", 'touch "$0"', flag]
+            cases = [
+                ["-n", "1", "-s", "1"],
+                ["-n", "1", "-s", "1", "sh", "-c", "true"],
+                ["-n", "1", "-s", "1", "--"],
+                ["-n", "1", "-s", "1", "--", "herdps-no-such-command-x"],
+                ["-n", "1", "-s", "1", "--", os.path.join(tmp, "missing")],
+                ["-n", "0", "-s", "1", "--", *touch],
+                ["-n", "x", "-s", "1", "--", *touch],
+                ["-n", "1", "-s", "0", "--", *touch],
+                ["-s", "1", "--", *touch],
+                ["-n", "1", "-s", "1", "--env", "NOEQUALS", "--", *touch],
+                ["-n", "1", "-s", "1", "--env", "=v", "--", *touch],
+                ["-n", "1", "-s", "1", "--transport", "udp", "--", *touch],
+                ["-n", "1", "-s", "1", "--launcher", "ssh", "--", *touch],
+            ]
+            for args in cases:
+                with self.subTest(args=args):
+                    r = self.launch(*args)
+                    self.assertEqual(r.returncode, 2, r.stderr)
+                    self.assertIn("launch: error:", r.stderr)
+                    self.assertEqual(r.stdout, "")
+                    self.assertFalse(os.path.exists(flag))
+
+    def test_help_documents_options_and_env(self):
+        r = self.launch("-h")
+        self.assertEqual(r.returncode, 0)
+        for word in ["--num-workers", "--num-servers", "--host", "--port",
+                     "--transport", "--env", "--timeout", "--grace",
+                     "--launcher", "--verbose", "PS_ROLE", "PS_RANK",
+                     "PS_NUM_WORKER", "PS_NUM_SERVER", "PS_SCHEDULER_URI",
+                     "PS_SCHEDULER_PORT", "PS_NODE_HOST", "PS_TRANSPORT",
+                     "DMLC_ROLE", "DMLC_NUM_WORKER", "DMLC_NUM_SERVER",
+                     "DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT",
+                     "DMLC_NODE_HOST"]:
+            self.assertIn(word, r.stdout)
+
+    def test_env_transport_and_port(self):
+        r = self.launch("-n", "2", "-s", "1", "--env", "A=B",
+                        "--env", "HERDPS_X=1=2", "--transport", "ipc",
+                        "--port", "23456", "--verbose", "--",
+                        "sh", "-c", 'echo "$A $HERDPS_X $PS_TRANSPORT '
+                        '$PS_SCHEDULER_PORT $DMLC_PS_ROOT_PORT"')
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = [l for l in r.stdout.splitlines() if l.startswith("[")]
+        self.assertEqual(len(lines), 4, r.stdout)
+        for line in lines:
+            self.assertTrue(line.endswith("] B 1=2 ipc 23456 23456"), line)
+        self.assertIn("PS_ROLE=worker", r.stderr)  # --verbose
+
+    def test_node_exit_code_is_propagated(self):
+        r = self.launch("-n", "1", "-s", "1", "--", "sh", "-c",
+                        '[ "$PS_ROLE" = server ] && exit 7; exit 0')
+        self.assertEqual(r.returncode, 7, r.stderr)
+        self.assertIn("server 0 exited with code 7", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,113 @@
+// Message: the unit the transport moves. A header (Meta) plus zero or more data
+// frames of raw bytes. The van knows nothing about keys: data frames are bytes with
+// an element type attached so that the receiver can validate them.
+#ifndef PS_INTERNAL_MESSAGE_H_
+#define PS_INTERNAL_MESSAGE_H_
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ps/sarray.h"
+
+namespace ps {
+
+// "No node" / "not set" for ids, timestamps and groups.
+static const int kEmpty = std::numeric_limits<int>::max();
+
+// Element type of a data frame (values match proto DataType).
+enum class DataType : int {
+  kChar = 0, kInt8, kInt16, kInt32, kInt64, kUInt8, kUInt16, kUInt32, kUInt64, kFloat,
+  kDouble, kOther
+};
+
+template <typename V> constexpr DataType DataTypeOf() { return DataType::kOther; }
+template <> constexpr DataType DataTypeOf<char>() { return DataType::kChar; }
+template <> constexpr DataType DataTypeOf<int8_t>() { return DataType::kInt8; }
+template <> constexpr DataType DataTypeOf<int16_t>() { return DataType::kInt16; }
+template <> constexpr DataType DataTypeOf<int32_t>() { return DataType::kInt32; }
+template <> constexpr DataType DataTypeOf<int64_t>() { return DataType::kInt64; }
+template <> constexpr DataType DataTypeOf<uint8_t>() { return DataType::kUInt8; }
+template <> constexpr DataType DataTypeOf<uint16_t>() { return DataType::kUInt16; }
+template <> constexpr DataType DataTypeOf<uint32_t>() { return DataType::kUInt32; }
+template <> constexpr DataType DataTypeOf<uint64_t>() { return DataType::kUInt64; }
+template <> constexpr DataType DataTypeOf<float>() { return DataType::kFloat; }
+template <> constexpr DataType DataTypeOf<double>() { return DataType::kDouble; }
+
+// Size in bytes of one element, 1 for kChar/kOther (opaque bytes).
+size_t DataTypeSize(DataType type);
+const char* DataTypeName(DataType type);
+
+// A node of the job as the node table lists it.
+struct Node {
+  enum Role { kSchedulerRole = 1, kServerRole = 2, kWorkerRole = 3 };
+  int id = kEmpty;
+  Role role = kWorkerRole;
+  std::string host;
+  int port = 0;
+  std::string endpoint;  // what peers connect to: tcp://host:port or ipc://path
+  int rank_hint = -1;    // the launcher's label for this node, -1 if none
+  int rank = -1;
+  std::string DebugString() const;
+};
+
+const char* RoleName(Node::Role role);
+
+// Runtime control carried by a message; cmd == kData for app data.
+struct Control {
+  enum Command { kData = 0, kAddNode = 1, kBarrier = 2, kHeartbeat = 3, kAck = 4, kTerminate = 5 };
+  Command cmd = kData;
+  std::vector<Node> nodes;
+  int barrier_group = 0;
+  uint64_t msg_sig = 0;
+  bool empty() const { return cmd == kData; }
+};
+
+// The header of a message. Field meanings match proto/meta.proto.
+struct Meta {
+  int head = 0;  // app-defined command
+  int app_id = kEmpty;
+  int customer_id = kEmpty;
+  int timestamp = kEmpty;
+  int sender = kEmpty;
+  int recipient = kEmpty;
+  bool request = false;
+  bool push = false;
+  bool pull = false;
+  bool simple_app = false;
+  std::string body;
+  std::vector<DataType> data_type;  // one per data frame
+  Control control;
+  int status_code = 0;
+  std::string status_message;
+  int priority = 0;
+  int64_t clock = -1;
+  int compression = 0;
+  uint64_t sequence = 0;
+  std::string DebugString() const;
+};
+
+// A message: Meta plus data frames. Data frames share their buffers (SArray), so
+// copying a Message is cheap and never copies payload bytes.
+struct Message {
+  Meta meta;
+  std::vector<SArray<char>> data;
+
+  // Appends a data frame that views `val`'s buffer (no copy) and records its type.
+  template <typename V>
+  void AddData(const SArray<V>& val) {
+    meta.data_type.push_back(DataTypeOf<V>());
+    data.emplace_back(SArray<char>(val));
+  }
+  size_t DataBytes() const {
+    size_t n = 0;
+    for (const auto& d : data) n += d.size();
+    return n;
+  }
+  std::string DebugString() const;
+};
+
+}  // namespace ps
+
+#endif  // PS_INTERNAL_MESSAGE_H_

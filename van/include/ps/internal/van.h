@@ -1,0 +1,80 @@
+// Van: the transport between nodes. It moves Messages to peers named by node id and
+// hands every well-formed incoming message to one handler; malformed input is logged
+// and dropped, never passed on and never fatal.
+//
+// The van knows bytes and peers only: it has no idea of keys, apps or barriers.
+#ifndef PS_INTERNAL_VAN_H_
+#define PS_INTERNAL_VAN_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "ps/internal/message.h"
+#include "ps/status.h"
+
+namespace ps {
+
+struct VanOptions {
+  std::string transport = "tcp";  // "tcp" or "ipc"
+  std::string host = "127.0.0.1";  // address to bind and advertise (tcp)
+  int port = 0;                    // 0: pick a free port
+  // Largest message accepted from the network; bigger ones are refused by the
+  // transport before they are buffered.
+  int64_t max_message_bytes = int64_t{4} << 30;
+  int max_frames = 64;  // data frames per message; more is malformed
+};
+
+// Counters of what a van has done; for benchmarks and tests.
+struct VanStats {
+  uint64_t sent_messages = 0;
+  uint64_t sent_bytes = 0;
+  uint64_t received_messages = 0;
+  uint64_t received_bytes = 0;
+  uint64_t dropped_messages = 0;  // malformed input that was rejected
+};
+
+class Van {
+ public:
+  // Called on the van's receive thread, once per valid message, in arrival order.
+  using Handler = std::function<void(Message&& msg)>;
+
+  virtual ~Van() = default;
+
+  // Binds the receive endpoint and starts the receive thread. Returns an error if the
+  // address cannot be bound. `handler` must outlive Stop().
+  virtual Status Start(const VanOptions& options, Handler handler) = 0;
+
+  // The endpoint peers connect to ("tcp://host:port" or "ipc://path"). After Start.
+  virtual const std::string& endpoint() const = 0;
+  virtual int port() const = 0;
+
+  // Makes `node_id` reachable at `endpoint`. Connecting is asynchronous: messages sent
+  // before the peer is up are queued. Re-connecting an id to a new endpoint replaces it.
+  virtual Status Connect(int node_id, const std::string& endpoint) = 0;
+
+  // Sends msg to msg.meta.recipient. Data frames are sent without copying: the van
+  // keeps a reference to each buffer until the transport is done with it. Returns an
+  // error for an unknown recipient or a transport failure. Thread-safe; concurrent
+  // sends to different peers do not contend on a shared lock.
+  virtual Status Send(const Message& msg) = 0;
+
+  // Stops the receive thread and closes every socket, waiting a bounded time for
+  // queued outgoing messages. Idempotent.
+  virtual void Stop() = 0;
+
+  virtual VanStats stats() const = 0;
+
+  // The van for options.transport ("tcp" and "ipc" are both served by ZeroMQ).
+  static std::unique_ptr<Van> Create(const std::string& type = "zmq");
+};
+
+// The endpoint a node listening on (transport, host, port) is reached at:
+// "tcp://host:port", or for ipc a socket file named after the port in the system's
+// temporary directory (so the scheduler's port alone names its ipc endpoint).
+std::string EndpointFor(const std::string& transport, const std::string& host, int port);
+
+}  // namespace ps
+
+#endif  // PS_INTERNAL_VAN_H_

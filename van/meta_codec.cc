@@ -1,0 +1,164 @@
+#include "meta_codec.h"
+
+#include <limits>
+#include <string>
+
+#include "meta.pb.h"
+
+namespace ps {
+namespace {
+
+// Bounds on what a peer can make us allocate from the header alone.
+constexpr size_t kMaxNodesInControl = 1 << 16;
+constexpr size_t kMaxBodyBytes = 64 << 20;
+
+void ToWire(const Node& n, herdps::wire::Node* p) {
+  p->set_id(n.id);
+  p->set_role(static_cast<herdps::wire::Role>(n.role));
+  p->set_host(n.host);
+  p->set_port(n.port);
+  p->set_endpoint(n.endpoint);
+  p->set_rank_hint(n.rank_hint);
+  p->set_rank(n.rank);
+}
+
+Status FromWire(const herdps::wire::Node& p, Node* n) {
+  if (p.role() != herdps::wire::SCHEDULER && p.role() != herdps::wire::SERVER &&
+      p.role() != herdps::wire::WORKER) {
+    return Status::InvalidArgument("node entry has unknown role " + std::to_string(p.role()));
+  }
+  n->id = p.id();
+  n->role = static_cast<Node::Role>(p.role());
+  n->host = p.host();
+  n->port = p.port();
+  n->endpoint = p.endpoint();
+  n->rank_hint = p.rank_hint();
+  n->rank = p.rank();
+  return Status::OK();
+}
+
+}  // namespace
+
+Status EncodeMeta(const Message& msg, std::string* out) {
+  const Meta& m = msg.meta;
+  if (m.data_type.size() != msg.data.size()) {
+    return Status::Internal("message has " + std::to_string(msg.data.size()) +
+                            " data frames but " + std::to_string(m.data_type.size()) +
+                            " data types");
+  }
+  herdps::wire::Meta p;
+  p.set_head(m.head);
+  p.set_app_id(m.app_id);
+  p.set_customer_id(m.customer_id);
+  p.set_timestamp(m.timestamp);
+  p.set_sender(m.sender);
+  p.set_recipient(m.recipient);
+  p.set_request(m.request);
+  p.set_push(m.push);
+  p.set_pull(m.pull);
+  p.set_simple_app(m.simple_app);
+  if (!m.body.empty()) p.set_body(m.body);
+  for (size_t i = 0; i < msg.data.size(); ++i) {
+    p.add_data_size(msg.data[i].size());
+    p.add_data_type(static_cast<herdps::wire::DataType>(m.data_type[i]));
+  }
+  if (!m.control.empty()) {
+    auto* c = p.mutable_control();
+    c->set_cmd(static_cast<herdps::wire::Command>(m.control.cmd));
+    for (const Node& n : m.control.nodes) ToWire(n, c->add_node());
+    c->set_barrier_group(m.control.barrier_group);
+    c->set_msg_sig(m.control.msg_sig);
+  }
+  p.set_status_code(m.status_code);
+  if (!m.status_message.empty()) p.set_status_message(m.status_message);
+  p.set_priority(m.priority);
+  p.set_clock(m.clock);
+  p.set_compression(m.compression);
+  p.set_sequence(m.sequence);
+  if (!p.SerializeToString(out)) return Status::Internal("meta does not serialise");
+  return Status::OK();
+}
+
+Status DecodeMeta(const void* bytes, size_t size, const std::vector<size_t>& frame_sizes,
+                  Meta* meta) {
+  herdps::wire::Meta p;
+  if (size > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !p.ParseFromArray(bytes, static_cast<int>(size))) {
+    return Status::InvalidArgument("meta frame of " + std::to_string(size) +
+                                   " bytes does not parse");
+  }
+  if (static_cast<size_t>(p.data_size_size()) != frame_sizes.size()) {
+    return Status::InvalidArgument("meta declares " + std::to_string(p.data_size_size()) +
+                                   " data frames but " + std::to_string(frame_sizes.size()) +
+                                   " arrived");
+  }
+  if (p.data_type_size() != p.data_size_size()) {
+    return Status::InvalidArgument("meta declares " + std::to_string(p.data_size_size()) +
+                                   " frame sizes but " + std::to_string(p.data_type_size()) +
+                                   " frame types");
+  }
+  meta->data_type.clear();
+  for (size_t i = 0; i < frame_sizes.size(); ++i) {
+    int type = p.data_type(static_cast<int>(i));
+    if (type < 0 || type > static_cast<int>(DataType::kOther)) {
+      return Status::InvalidArgument("data frame " + std::to_string(i) + " has unknown type " +
+                                     std::to_string(type));
+    }
+    if (p.data_size(static_cast<int>(i)) != frame_sizes[i]) {
+      return Status::InvalidArgument("data frame " + std::to_string(i) + " declares " +
+                                     std::to_string(p.data_size(static_cast<int>(i))) +
+                                     " bytes but carries " + std::to_string(frame_sizes[i]));
+    }
+    DataType dt = static_cast<DataType>(type);
+    if (frame_sizes[i] % DataTypeSize(dt) != 0) {
+      return Status::InvalidArgument("data frame " + std::to_string(i) + " has " +
+                                     std::to_string(frame_sizes[i]) +
+                                     " bytes, not a whole number of " + DataTypeName(dt));
+    }
+    meta->data_type.push_back(dt);
+  }
+  if (p.body().size() > kMaxBodyBytes) {
+    return Status::InvalidArgument("meta body of " + std::to_string(p.body().size()) +
+                                   " bytes is over the limit");
+  }
+  meta->head = p.head();
+  meta->app_id = p.app_id();
+  meta->customer_id = p.customer_id();
+  meta->timestamp = p.timestamp();
+  meta->sender = p.sender();
+  meta->recipient = p.recipient();
+  meta->request = p.request();
+  meta->push = p.push();
+  meta->pull = p.pull();
+  meta->simple_app = p.simple_app();
+  meta->body = p.body();
+  meta->status_code = p.status_code();
+  meta->status_message = p.status_message();
+  meta->priority = p.priority();
+  meta->clock = p.clock();
+  meta->compression = p.compression();
+  meta->sequence = p.sequence();
+  meta->control = Control();
+  if (p.has_control()) {
+    const auto& c = p.control();
+    if (c.cmd() < herdps::wire::DATA || c.cmd() > herdps::wire::TERMINATE) {
+      return Status::InvalidArgument("unknown control command " + std::to_string(c.cmd()));
+    }
+    if (static_cast<size_t>(c.node_size()) > kMaxNodesInControl) {
+      return Status::InvalidArgument("control lists " + std::to_string(c.node_size()) +
+                                     " nodes, over the limit");
+    }
+    meta->control.cmd = static_cast<Control::Command>(c.cmd());
+    meta->control.barrier_group = c.barrier_group();
+    meta->control.msg_sig = c.msg_sig();
+    for (const auto& pn : c.node()) {
+      Node n;
+      Status s = FromWire(pn, &n);
+      if (!s.ok()) return s;
+      meta->control.nodes.push_back(std::move(n));
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace ps

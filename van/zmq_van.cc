@@ -1,0 +1,329 @@
+#include "zmq_van.h"
+
+#include <glog/logging.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "meta_codec.h"
+
+namespace ps {
+namespace {
+
+// Frames smaller than this are copied into ZeroMQ's own buffer: for them a copy is
+// cheaper than the allocation that keeps a zero-copy reference alive.
+constexpr size_t kZeroCopyThreshold = 4096;
+
+// How long Stop waits for queued outgoing messages to leave.
+constexpr int kLingerMs = 2000;
+
+std::string RandomToken(size_t n) {
+  std::random_device rd;
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(rd() & 0xff);
+  return s;
+}
+
+std::string ZmqError() { return zmq_strerror(zmq_errno()); }
+
+void ReleaseFrame(void* /*data*/, void* hint) { delete static_cast<SArray<char>*>(hint); }
+
+// Received frames become SArrays that own the zmq_msg_t, so the payload is handed to
+// the app without a copy. A frame whose bytes are not 8-byte aligned (ZeroMQ keeps
+// tiny frames inside the message struct) is copied so typed views stay legal.
+SArray<char> AdoptFrame(zmq_msg_t* msg) {
+  char* data = static_cast<char*>(zmq_msg_data(msg));
+  size_t size = zmq_msg_size(msg);
+  if (size == 0 || reinterpret_cast<uintptr_t>(data) % alignof(std::max_align_t) != 0) {
+    SArray<char> copy;
+    copy.CopyFrom(data, size);
+    zmq_msg_close(msg);
+    delete msg;
+    return copy;
+  }
+  return SArray<char>(data, size, [msg](char*) {
+    zmq_msg_close(msg);
+    delete msg;
+  });
+}
+
+}  // namespace
+
+std::unique_ptr<Van> Van::Create(const std::string& type) {
+  if (type == "zmq") return std::make_unique<ZmqVan>();
+  return nullptr;
+}
+
+std::string EndpointFor(const std::string& transport, const std::string& host, int port) {
+  if (transport == "ipc") {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string dir = tmp && *tmp ? tmp : "/tmp";
+    return "ipc://" + dir + "/herdps-" + std::to_string(port) + ".ipc";
+  }
+  return "tcp://" + host + ":" + std::to_string(port);
+}
+
+ZmqVan::~ZmqVan() { Stop(); }
+
+Status ZmqVan::BindReceiver() {
+  if (options_.transport == "tcp") {
+    std::string addr = "tcp://" + options_.host + ":" +
+                       (options_.port ? std::to_string(options_.port) : std::string("*"));
+    if (zmq_bind(receiver_, addr.c_str()) != 0) {
+      return Status::Unavailable("cannot bind " + addr + ": " + ZmqError());
+    }
+    char last[256];
+    size_t len = sizeof(last);
+    zmq_getsockopt(receiver_, ZMQ_LAST_ENDPOINT, last, &len);
+    endpoint_ = last;
+    port_ = std::atoi(endpoint_.substr(endpoint_.rfind(':') + 1).c_str());
+    return Status::OK();
+  }
+  if (options_.transport == "ipc") {
+    // ZeroMQ replaces an existing ipc socket file on bind, so a random name picked
+    // here must not already exist: that would steal another node's endpoint.
+    std::mt19937 rng(std::random_device{}());
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      int port = options_.port ? options_.port : 20000 + static_cast<int>(rng() % 40000000);
+      std::string addr = EndpointFor("ipc", options_.host, port);
+      std::string path = addr.substr(6);
+      if (!options_.port && access(path.c_str(), F_OK) == 0) continue;
+      if (zmq_bind(receiver_, addr.c_str()) != 0) {
+        if (options_.port) return Status::Unavailable("cannot bind " + addr + ": " + ZmqError());
+        continue;
+      }
+      endpoint_ = addr;
+      port_ = port;
+      return Status::OK();
+    }
+    return Status::Unavailable("cannot find a free ipc endpoint");
+  }
+  return Status::InvalidArgument("unknown transport '" + options_.transport +
+                                 "' (expected tcp or ipc)");
+}
+
+Status ZmqVan::Start(const VanOptions& options, Handler handler) {
+  if (started_) return Status::Internal("van started twice");
+  options_ = options;
+  handler_ = std::move(handler);
+  context_ = zmq_ctx_new();
+  if (!context_) return Status::Internal("zmq_ctx_new failed: " + ZmqError());
+  zmq_ctx_set(context_, ZMQ_MAX_SOCKETS, 65536);
+  receiver_ = zmq_socket(context_, ZMQ_ROUTER);
+  int linger = 0;
+  zmq_setsockopt(receiver_, ZMQ_LINGER, &linger, sizeof(linger));
+  int64_t max_size = options_.max_message_bytes;
+  zmq_setsockopt(receiver_, ZMQ_MAXMSGSIZE, &max_size, sizeof(max_size));
+  Status s = BindReceiver();
+  if (!s.ok()) {
+    zmq_close(receiver_);
+    zmq_ctx_term(context_);
+    receiver_ = context_ = nullptr;
+    return s;
+  }
+  stop_token_ = "herdps-stop:" + RandomToken(16);
+  started_ = true;
+  receive_thread_ = std::thread([this] { ReceiveLoop(); });
+  return Status::OK();
+}
+
+Status ZmqVan::Connect(int node_id, const std::string& endpoint) {
+  if (!started_ || stopped_) return Status::Unavailable("van is not running");
+  {
+    std::shared_lock<std::shared_mutex> lock(peers_mu_);
+    auto it = peers_.find(node_id);
+    if (it != peers_.end() && it->second->endpoint == endpoint) return Status::OK();
+  }
+  auto peer = std::make_shared<Peer>();
+  peer->endpoint = endpoint;
+  peer->socket = zmq_socket(context_, ZMQ_DEALER);
+  if (!peer->socket) return Status::Internal("cannot create socket: " + ZmqError());
+  int linger = kLingerMs;
+  zmq_setsockopt(peer->socket, ZMQ_LINGER, &linger, sizeof(linger));
+  if (zmq_connect(peer->socket, endpoint.c_str()) != 0) {
+    Status err = Status::InvalidArgument("cannot connect to '" + endpoint + "': " + ZmqError());
+    zmq_close(peer->socket);
+    return err;
+  }
+  std::shared_ptr<Peer> old;
+  {
+    std::unique_lock<std::shared_mutex> lock(peers_mu_);
+    auto& slot = peers_[node_id];
+    old = std::move(slot);
+    slot = peer;
+  }
+  if (old) {
+    std::lock_guard<std::mutex> lock(old->mu);
+    zmq_close(old->socket);
+    old->socket = nullptr;
+  }
+  return Status::OK();
+}
+
+std::shared_ptr<ZmqVan::Peer> ZmqVan::FindPeer(int node_id) {
+  std::shared_lock<std::shared_mutex> lock(peers_mu_);
+  auto it = peers_.find(node_id);
+  return it == peers_.end() ? nullptr : it->second;
+}
+
+Status ZmqVan::Send(const Message& msg) {
+  std::shared_ptr<Peer> peer = FindPeer(msg.meta.recipient);
+  if (!peer) {
+    return Status::Unavailable("no connection to node " + std::to_string(msg.meta.recipient));
+  }
+  std::string meta;
+  Status s = EncodeMeta(msg, &meta);
+  if (!s.ok()) return s;
+
+  std::lock_guard<std::mutex> lock(peer->mu);
+  if (!peer->socket) return Status::Unavailable("connection to node is closed");
+  size_t frames = msg.data.size();
+  zmq_msg_t part;
+  zmq_msg_init_size(&part, meta.size());
+  std::memcpy(zmq_msg_data(&part), meta.data(), meta.size());
+  if (zmq_msg_send(&part, peer->socket, frames ? ZMQ_SNDMORE : 0) < 0) {
+    zmq_msg_close(&part);
+    return Status::Unavailable("send to node " + std::to_string(msg.meta.recipient) +
+                               " failed: " + ZmqError());
+  }
+  size_t bytes = meta.size();
+  for (size_t i = 0; i < frames; ++i) {
+    const SArray<char>& frame = msg.data[i];
+    if (frame.size() >= kZeroCopyThreshold) {
+      auto* keep = new SArray<char>(frame);
+      zmq_msg_init_data(&part, frame.data(), frame.size(), ReleaseFrame, keep);
+    } else {
+      zmq_msg_init_size(&part, frame.size());
+      if (frame.size()) std::memcpy(zmq_msg_data(&part), frame.data(), frame.size());
+    }
+    if (zmq_msg_send(&part, peer->socket, i + 1 < frames ? ZMQ_SNDMORE : 0) < 0) {
+      zmq_msg_close(&part);
+      return Status::Unavailable("send to node " + std::to_string(msg.meta.recipient) +
+                                 " failed: " + ZmqError());
+    }
+    bytes += frame.size();
+  }
+  sent_messages_.fetch_add(1, std::memory_order_relaxed);
+  sent_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+void ZmqVan::LogDropped(const std::string& reason) {
+  uint64_t n = dropped_messages_.fetch_add(1, std::memory_order_relaxed) + 1;
+  // A flood of garbage must not turn into a flood of log lines.
+  if (n <= 20 || n % 1000 == 0) {
+    LOG(WARNING) << "dropped malformed message (" << n << " so far): " << reason;
+  }
+}
+
+void ZmqVan::ReceiveLoop() {
+  std::vector<zmq_msg_t*> frames;
+  for (;;) {
+    frames.clear();
+    bool failed = false;
+    // One multipart message: identity frame (added by ROUTER), meta, data frames.
+    // ZeroMQ delivers multipart messages whole, so this loop never blocks mid-message.
+    for (int more = 1; more;) {
+      auto* part = new zmq_msg_t;
+      zmq_msg_init(part);
+      if (zmq_msg_recv(part, receiver_, 0) < 0) {
+        zmq_msg_close(part);
+        delete part;
+        if (zmq_errno() == EINTR) continue;
+        LOG(ERROR) << "receive failed, van stops receiving: " << ZmqError();
+        failed = true;
+        break;
+      }
+      frames.push_back(part);
+      more = zmq_msg_more(part);
+    }
+    if (failed) {
+      for (auto* f : frames) zmq_msg_close(f), delete f;
+      return;
+    }
+    auto release_all = [&frames](size_t from) {
+      for (size_t i = from; i < frames.size(); ++i) zmq_msg_close(frames[i]), delete frames[i];
+    };
+    size_t total = 0;
+    for (auto* f : frames) total += zmq_msg_size(f);
+    if (frames.size() == 2 && zmq_msg_size(frames[1]) == stop_token_.size() &&
+        std::memcmp(zmq_msg_data(frames[1]), stop_token_.data(), stop_token_.size()) == 0) {
+      release_all(0);
+      return;
+    }
+    if (frames.size() < 2) {
+      LogDropped("no meta frame");
+      release_all(0);
+      continue;
+    }
+    if (frames.size() - 2 > static_cast<size_t>(options_.max_frames)) {
+      LogDropped(std::to_string(frames.size() - 2) + " data frames, more than the limit of " +
+                 std::to_string(options_.max_frames));
+      release_all(0);
+      continue;
+    }
+    std::vector<size_t> sizes;
+    for (size_t i = 2; i < frames.size(); ++i) sizes.push_back(zmq_msg_size(frames[i]));
+    Message msg;
+    Status s = DecodeMeta(zmq_msg_data(frames[1]), zmq_msg_size(frames[1]), sizes, &msg.meta);
+    if (!s.ok()) {
+      LogDropped(s.message());
+      release_all(0);
+      continue;
+    }
+    zmq_msg_close(frames[0]), delete frames[0];
+    zmq_msg_close(frames[1]), delete frames[1];
+    for (size_t i = 2; i < frames.size(); ++i) msg.data.push_back(AdoptFrame(frames[i]));
+    frames.clear();
+    received_messages_.fetch_add(1, std::memory_order_relaxed);
+    received_bytes_.fetch_add(total, std::memory_order_relaxed);
+    try {
+      handler_(std::move(msg));
+    } catch (const std::exception& e) {
+      // Whatever a handler throws, the node keeps serving.
+      LOG(ERROR) << "message handler threw: " << e.what();
+    }
+  }
+}
+
+void ZmqVan::Stop() {
+  if (!started_ || stopped_.exchange(true)) return;
+  void* stopper = zmq_socket(context_, ZMQ_DEALER);
+  int linger = kLingerMs;
+  zmq_setsockopt(stopper, ZMQ_LINGER, &linger, sizeof(linger));
+  zmq_connect(stopper, endpoint_.c_str());
+  zmq_send(stopper, stop_token_.data(), stop_token_.size(), 0);
+  receive_thread_.join();
+  zmq_close(stopper);
+  zmq_close(receiver_);
+  receiver_ = nullptr;
+  {
+    std::unique_lock<std::shared_mutex> lock(peers_mu_);
+    for (auto& kv : peers_) {
+      std::lock_guard<std::mutex> peer_lock(kv.second->mu);
+      zmq_close(kv.second->socket);
+      kv.second->socket = nullptr;
+    }
+    peers_.clear();
+  }
+  zmq_ctx_term(context_);
+  context_ = nullptr;
+  if (options_.transport == "ipc") unlink(endpoint_.substr(6).c_str());
+}
+
+VanStats ZmqVan::stats() const {
+  VanStats s;
+  s.sent_messages = sent_messages_.load();
+  s.sent_bytes = sent_bytes_.load();
+  s.received_messages = received_messages_.load();
+  s.received_bytes = received_bytes_.load();
+  s.dropped_messages = dropped_messages_.load();
+  return s;
+}
+
+}  // namespace ps

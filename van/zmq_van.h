@@ -1,0 +1,70 @@
+// ZmqVan: the ZeroMQ transport (tcp and ipc).
+//
+// Sockets: one ROUTER bound to this node's endpoint receives everything; one DEALER
+// per peer sends. Each DEALER has its own mutex (ZeroMQ sockets are not thread-safe),
+// so senders to different peers never wait for each other. Data frames are handed to
+// ZeroMQ without copying: the frame's SArray is kept alive by ZeroMQ's free callback.
+#ifndef HERDPS_VAN_ZMQ_VAN_H_
+#define HERDPS_VAN_ZMQ_VAN_H_
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "ps/internal/van.h"
+
+namespace ps {
+
+class ZmqVan : public Van {
+ public:
+  ZmqVan() = default;
+  ~ZmqVan() override;
+
+  Status Start(const VanOptions& options, Handler handler) override;
+  const std::string& endpoint() const override { return endpoint_; }
+  int port() const override { return port_; }
+  Status Connect(int node_id, const std::string& endpoint) override;
+  Status Send(const Message& msg) override;
+  void Stop() override;
+  VanStats stats() const override;
+
+ private:
+  struct Peer {
+    std::mutex mu;  // serialises use of `socket`
+    void* socket = nullptr;
+    std::string endpoint;
+  };
+
+  void ReceiveLoop();
+  // Reads the remaining frames of one multipart message. Returns false if the van is
+  // shutting down.
+  bool ReceiveMessage(Message* msg, bool* stop);
+  Status BindReceiver();
+  std::shared_ptr<Peer> FindPeer(int node_id);
+  void LogDropped(const std::string& reason);
+
+  VanOptions options_;
+  Handler handler_;
+  void* context_ = nullptr;
+  void* receiver_ = nullptr;  // owned by the receive thread after Start
+  std::string endpoint_;
+  int port_ = 0;
+  std::string stop_token_;  // a random frame that tells the receive thread to exit
+  std::thread receive_thread_;
+  std::atomic<bool> started_{false};
+  std::atomic<bool> stopped_{false};
+
+  std::shared_mutex peers_mu_;  // guards the map, not the peers' sockets
+  std::unordered_map<int, std::shared_ptr<Peer>> peers_;
+
+  std::atomic<uint64_t> sent_messages_{0}, sent_bytes_{0}, received_messages_{0},
+      received_bytes_{0}, dropped_messages_{0};
+};
+
+}  // namespace ps
+
+#endif  // HERDPS_VAN_ZMQ_VAN_H_

@@ -1,0 +1,393 @@
+// KVWorker<Val>: a worker's handle to the servers: push values to keys, pull them.
+//
+// Every call is asynchronous: it returns a timestamp at once; Wait(timestamp) blocks
+// until all servers involved have answered, and the optional callback runs (on the
+// receive thread) just before that. Keys are placed on servers by the consistent-hash
+// ring, so one call may become several messages; pulled values come back in the
+// caller's key order.
+//
+// Buffers: the Z* calls share the caller's SArrays without copying; the caller must
+// not modify pushed values, nor read pulled ones, before the request finishes. Push /
+// Pull / PushPull with std::vector copy the inputs, and write outputs when it finishes
+// (so the output vectors must stay alive until then).
+//
+// Errors: API misuse (unsorted or duplicate keys, vals/lens that do not match the keys,
+// use before ps::Start) throws ps::Error. Failures on the servers (e.g. a pull of a key
+// that was never pushed) come back as the Status that Wait returns; the callback still
+// runs, and the outputs of a failed pull are unspecified.
+//
+// Thread safety: all methods may be called from several threads at once.
+#ifndef PS_KV_WORKER_H_
+#define PS_KV_WORKER_H_
+
+#include <glog/logging.h>
+
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ps/base.h"
+#include "ps/internal/customer.h"
+#include "ps/internal/key_partition.h"
+#include "ps/internal/kv_message.h"
+#include "ps/internal/postoffice.h"
+#include "ps/kv_pairs.h"
+#include "ps/sarray.h"
+#include "ps/status.h"
+
+namespace ps {
+
+template <typename Val>
+class KVWorker {
+ public:
+  using Callback = std::function<void()>;
+
+  // app_id names the server app to talk to; customer_id tells apart several
+  // KVWorkers of one app on this node. Throws ps::Error before ps::Start.
+  explicit KVWorker(int app_id, int customer_id)
+      : customer_(std::make_unique<Customer>(app_id, customer_id,
+                                             [this](Message& msg) { Process(msg); })) {}
+  // Requests still in flight are abandoned: their answers are dropped.
+  virtual ~KVWorker() { customer_.reset(); }
+
+  // Pushes vals to keys (copied). lens[i] values belong to keys[i]; empty lens means
+  // vals.size()/keys.size() values per key.
+  int Push(const std::vector<Key>& keys, const std::vector<Val>& vals,
+           const std::vector<int>& lens = {}, int cmd = 0, const Callback& cb = nullptr,
+           int priority = 0) {
+    return ZPush(SArray<Key>(keys), SArray<Val>(vals), SArray<int>(lens), cmd, cb, priority);
+  }
+
+  // Pulls the values of keys into *vals (resized), and their lengths into *lens if
+  // given. Both must stay alive until the request finishes.
+  int Pull(const std::vector<Key>& keys, std::vector<Val>* vals, std::vector<int>* lens = nullptr,
+           int cmd = 0, const Callback& cb = nullptr, int priority = 0) {
+    Sink sink;
+    sink.vec_vals = vals;
+    sink.vec_lens = lens;
+    return Request(false, true, MakePairs(SArray<Key>(keys), {}, {}, priority), cmd, cb, sink);
+  }
+
+  // Push, then pull the values after the push was applied, in one round trip.
+  int PushPull(const std::vector<Key>& keys, const std::vector<Val>& vals,
+               std::vector<Val>* outs, std::vector<int>* lens = nullptr, int cmd = 0,
+               const Callback& cb = nullptr, int priority = 0) {
+    Sink sink;
+    sink.vec_vals = outs;
+    sink.vec_lens = lens;
+    return Request(true, true, MakePairs(SArray<Key>(keys), SArray<Val>(vals), {}, priority), cmd,
+                   cb, sink);
+  }
+
+  // Zero-copy Push: keys/vals/lens are shared, not copied.
+  int ZPush(const SArray<Key>& keys, const SArray<Val>& vals, const SArray<int>& lens = {},
+            int cmd = 0, const Callback& cb = nullptr, int priority = 0) {
+    return Request(true, false, MakePairs(keys, vals, lens, priority), cmd, cb, Sink());
+  }
+
+  // Zero-copy Pull. If *vals is empty it receives a buffer (when one server answers,
+  // the received buffer itself, without a copy); otherwise its size must equal the
+  // number of values pulled and they are written into it.
+  int ZPull(const SArray<Key>& keys, SArray<Val>* vals, SArray<int>* lens = nullptr, int cmd = 0,
+            const Callback& cb = nullptr, int priority = 0) {
+    Sink sink;
+    sink.sarray_vals = vals;
+    sink.sarray_lens = lens;
+    return Request(false, true, MakePairs(keys, {}, {}, priority), cmd, cb, sink);
+  }
+
+  int ZPushPull(const SArray<Key>& keys, const SArray<Val>& vals, SArray<Val>* outs,
+                SArray<int>* lens = nullptr, int cmd = 0, const Callback& cb = nullptr,
+                int priority = 0) {
+    Sink sink;
+    sink.sarray_vals = outs;
+    sink.sarray_lens = lens;
+    return Request(true, true, MakePairs(keys, vals, {}, priority), cmd, cb, sink);
+  }
+
+  // Blocks until the request finishes; returns OK or the first error a server
+  // reported (see the class comment).
+  Status Wait(int timestamp) { return customer_->WaitRequest(timestamp); }
+
+  // Requests issued by this worker and not finished yet.
+  size_t NumInFlight() { return customer_->NumInFlight(); }
+
+ private:
+  // Where pulled values go.
+  struct Sink {
+    SArray<Val>* sarray_vals = nullptr;
+    SArray<int>* sarray_lens = nullptr;
+    std::vector<Val>* vec_vals = nullptr;
+    std::vector<int>* vec_lens = nullptr;
+    bool wants_values() const { return sarray_vals || vec_vals; }
+  };
+
+  // A request in flight. For a request that went to several servers, `parts` holds
+  // each server's key positions and, once it answered, its values.
+  struct Pending {
+    int remaining = 0;
+    Callback cb;
+    bool pull = false;
+    Sink sink;
+    SArray<Key> keys;
+    std::vector<int> servers;                      // ranks asked
+    std::vector<std::vector<uint32_t>> positions;  // per entry of servers; empty: identity
+    std::vector<KVPairs<Val>> answers;             // per entry of servers
+    std::vector<bool> answered;
+    Status status;
+  };
+
+  static KVPairs<Val> MakePairs(const SArray<Key>& keys, const SArray<Val>& vals,
+                                const SArray<int>& lens, int priority) {
+    KVPairs<Val> kvs;
+    kvs.keys = keys;
+    kvs.vals = vals;
+    kvs.lens = lens;
+    kvs.priority = priority;
+    return kvs;
+  }
+
+  int Request(bool push, bool pull, const KVPairs<Val>& kvs, int cmd, const Callback& cb,
+              const Sink& sink);
+  void Process(Message& msg);
+  void Finish(int timestamp, Pending& p);
+  Status Assemble(Pending& p, SArray<Val>* vals, SArray<int>* lens);
+  static Status Deliver(const SArray<Val>& vals, const SArray<int>& lens, const Sink& sink);
+
+  std::mutex mu_;  // guards pending_
+  std::unordered_map<int, Pending> pending_;
+  std::unique_ptr<Customer> customer_;  // last: destroyed first, so no handler runs after
+};
+
+template <typename Val>
+int KVWorker<Val>::Request(bool push, bool pull, const KVPairs<Val>& kvs, int cmd,
+                           const Callback& cb, const Sink& sink) {
+  static const char* kNames[] = {"", "Pull", "Push", "PushPull"};
+  const char* what = kNames[(push ? 2 : 0) + (pull ? 1 : 0)];
+  Postoffice* po = Postoffice::Get();
+  if (!po->started() || po->ring().empty()) {
+    throw Error(std::string(what) + " called before ps::Start finished");
+  }
+  Status s = ValidateKVPairsShape(what, kvs.keys.data(), kvs.keys.size(), kvs.vals.size(),
+                                  kvs.lens.data(), kvs.lens.size(), push);
+  if (!s.ok()) throw Error(s.message());
+  if (pull && !sink.wants_values()) throw Error(std::string(what) + ": no output array given");
+
+  Pending p;
+  p.cb = cb;
+  p.pull = pull;
+  p.sink = sink;
+  p.keys = kvs.keys;
+  std::vector<KVPairs<Val>> parts;
+  int num_servers = po->num_servers();
+  if (num_servers == 1) {
+    p.servers.push_back(0);
+    parts.push_back(kvs);
+  } else if (!kvs.keys.empty()) {
+    KeyPartition partition =
+        PartitionKeys(po->ring(), num_servers, kvs.keys.data(), kvs.keys.size());
+    std::vector<size_t> offsets;
+    size_t width = 0;
+    if (!kvs.lens.empty()) {
+      offsets = ValueOffsets(kvs.lens.data(), kvs.lens.size());
+    } else {
+      width = kvs.vals.size() / kvs.keys.size();
+    }
+    int used = 0;
+    for (auto& pos : partition.positions) used += !pos.empty();
+    for (int r = 0; r < num_servers; ++r) {
+      auto& pos = partition.positions[r];
+      if (pos.empty()) continue;
+      p.servers.push_back(r);
+      // All keys on one server: send the caller's arrays as they are.
+      parts.push_back(used == 1 ? kvs : SelectKVPairs(kvs, pos, offsets, width));
+      p.positions.push_back(used == 1 ? std::vector<uint32_t>() : std::move(pos));
+    }
+  }
+  p.remaining = static_cast<int>(p.servers.size());
+  p.answers.resize(p.servers.size());
+  p.answered.assign(p.servers.size(), false);
+
+  std::vector<int> servers = p.servers;
+  int ts = customer_->NewRequest();
+  if (p.remaining == 0) {  // no keys: nothing to ask
+    Finish(ts, p);
+    return ts;
+  }
+  {
+    // Registered before the first part leaves: its answer may come back at once.
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.emplace(ts, std::move(p));
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    Message msg;
+    msg.meta.app_id = customer_->app_id();
+    msg.meta.customer_id = customer_->customer_id();
+    msg.meta.timestamp = ts;
+    msg.meta.request = true;
+    msg.meta.push = push;
+    msg.meta.pull = pull;
+    msg.meta.head = cmd;
+    msg.meta.priority = kvs.priority;
+    msg.meta.recipient = Postoffice::ServerRankToID(servers[i]);
+    AppendKVPairs(parts[i], &msg);
+    Status sent = po->Send(msg);
+    if (!sent.ok()) {
+      // Account for the part that never left, as if its server had failed it.
+      Message failed;
+      failed.meta = msg.meta;
+      failed.meta.request = false;
+      failed.meta.sender = msg.meta.recipient;
+      failed.meta.status_code = static_cast<int>(sent.code());
+      failed.meta.status_message = sent.message();
+      failed.meta.data_type.clear();
+      Process(failed);
+    }
+  }
+  return ts;
+}
+
+template <typename Val>
+void KVWorker<Val>::Process(Message& msg) {
+  const Meta& meta = msg.meta;
+  Pending done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(meta.timestamp);
+    if (it == pending_.end()) {
+      LOG(WARNING) << "answer to unknown request " << meta.timestamp << " from node "
+                   << meta.sender << " dropped";
+      return;
+    }
+    Pending& p = it->second;
+    int rank = Postoffice::IDtoRank(meta.sender);
+    size_t slot = 0;
+    while (slot < p.servers.size() && p.servers[slot] != rank) ++slot;
+    if (slot == p.servers.size() || p.answered[slot] || meta.sender < 8 || meta.sender % 2) {
+      LOG(WARNING) << "unexpected answer to request " << meta.timestamp << " from node "
+                   << meta.sender << " dropped";
+      return;
+    }
+    p.answered[slot] = true;
+    Status s = Status::FromWire(meta.status_code, meta.status_message);
+    if (s.ok() && p.pull) {
+      s = ParseKVPairs<Val>(msg, false, &p.answers[slot]);
+      if (s.ok()) {
+        // The answer must be for exactly the keys this server was asked for.
+        const SArray<Key>& got = p.answers[slot].keys;
+        const auto& pos = p.positions.empty() ? std::vector<uint32_t>() : p.positions[slot];
+        size_t expect = pos.empty() ? p.keys.size() : pos.size();
+        bool same = got.size() == expect;
+        for (size_t i = 0; same && i < expect; ++i) {
+          same = got[i] == p.keys[pos.empty() ? i : pos[i]];
+        }
+        if (!same) s = Status::Internal("the server answered with keys other than those asked");
+      }
+      if (!s.ok()) {
+        s = Status(s.code(), "server " + std::to_string(rank) + ": " + s.message());
+      }
+    } else if (!s.ok()) {
+      s = Status(s.code(), "server " + std::to_string(rank) + ": " + s.message());
+    }
+    if (!s.ok() && p.status.ok()) p.status = s;
+    if (--p.remaining > 0) return;
+    done = std::move(p);
+    pending_.erase(it);
+  }
+  Finish(meta.timestamp, done);
+}
+
+template <typename Val>
+void KVWorker<Val>::Finish(int timestamp, Pending& p) {
+  if (p.pull && p.status.ok()) {
+    SArray<Val> vals;
+    SArray<int> lens;
+    Status s = Assemble(p, &vals, &lens);
+    if (s.ok()) s = Deliver(vals, lens, p.sink);
+    if (!s.ok()) p.status = s;
+  }
+  if (!p.status.ok()) LOG(WARNING) << "request " << timestamp << " failed: " << p.status;
+  if (p.cb) p.cb();
+  customer_->FinishRequest(timestamp, p.status);
+}
+
+template <typename Val>
+Status KVWorker<Val>::Assemble(Pending& p, SArray<Val>* vals, SArray<int>* lens) {
+  size_t n = p.keys.size();
+  if (p.servers.empty()) return Status::OK();
+  if (p.positions.empty()) {  // one server answered for all keys, in order
+    *vals = p.answers[0].vals;
+    *lens = p.answers[0].lens;
+    if (lens->empty() && (p.sink.sarray_lens || p.sink.vec_lens)) {
+      lens->resize(n, n ? static_cast<int>(vals->size() / n) : 0);
+    }
+    return Status::OK();
+  }
+  // Several servers: place each server's values at their keys' positions.
+  std::vector<int> key_lens(n, 0);
+  for (size_t s = 0; s < p.servers.size(); ++s) {
+    const KVPairs<Val>& a = p.answers[s];
+    size_t k = p.positions[s].size();
+    for (size_t i = 0; i < k; ++i) {
+      key_lens[p.positions[s][i]] =
+          a.lens.empty() ? static_cast<int>(a.vals.size() / k) : a.lens[i];
+    }
+  }
+  std::vector<size_t> offsets = ValueOffsets(key_lens.data(), n);
+  size_t total = offsets[n];
+  // Write straight into the caller's array when it already has the right size.
+  if (p.sink.sarray_vals && p.sink.sarray_vals->size() == total) {
+    *vals = *p.sink.sarray_vals;
+  } else {
+    vals->resize(total);
+  }
+  for (size_t s = 0; s < p.servers.size(); ++s) {
+    const KVPairs<Val>& a = p.answers[s];
+    size_t from = 0;
+    for (uint32_t pos : p.positions[s]) {
+      size_t len = offsets[pos + 1] - offsets[pos];
+      if (len) std::memcpy(vals->data() + offsets[pos], a.vals.data() + from, len * sizeof(Val));
+      from += len;
+    }
+  }
+  lens->CopyFrom(key_lens.data(), n);
+  return Status::OK();
+}
+
+template <typename Val>
+Status KVWorker<Val>::Deliver(const SArray<Val>& vals, const SArray<int>& lens, const Sink& sink) {
+  if (sink.sarray_vals) {
+    SArray<Val>& out = *sink.sarray_vals;
+    if (out.empty()) {
+      out = vals;
+    } else if (out.data() != vals.data()) {
+      if (out.size() != vals.size()) {
+        return Status::InvalidArgument("pull output array holds " + std::to_string(out.size()) +
+                                       " values but the servers returned " +
+                                       std::to_string(vals.size()) +
+                                       "; pass an empty array to have it sized");
+      }
+      if (!vals.empty()) std::memcpy(out.data(), vals.data(), vals.size() * sizeof(Val));
+    }
+  }
+  if (sink.vec_vals) sink.vec_vals->assign(vals.begin(), vals.end());
+  if (sink.sarray_lens) {
+    if (sink.sarray_lens->empty()) {
+      *sink.sarray_lens = lens;
+    } else if (sink.sarray_lens->size() == lens.size()) {
+      if (!lens.empty()) std::memcpy(sink.sarray_lens->data(), lens.data(), lens.size() * sizeof(int));
+    } else {
+      return Status::InvalidArgument("pull lens array has the wrong size");
+    }
+  }
+  if (sink.vec_lens) sink.vec_lens->assign(lens.begin(), lens.end());
+  return Status::OK();
+}
+
+}  // namespace ps
+
+#endif  // PS_KV_WORKER_H_
