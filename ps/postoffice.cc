@@ -48,6 +48,21 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
         nodes_.clear();
         barrier_releases_.clear();
       }
+      std::string scheduler =
+          EndpointFor(config_.transport, config_.scheduler_host, config_.scheduler_port);
+      my_node_ = Node();
+      my_node_.role = config_.role;
+      my_node_.host = config_.node_host;
+      my_node_.rank_hint = config_.rank_hint;
+      if (is_scheduler()) {
+        // The scheduler's address is fixed by the job, and its role must exist before
+        // the van delivers the first join request.
+        my_node_.id = kScheduler;
+        my_node_.rank = 0;
+        my_node_.port = config_.scheduler_port;
+        my_node_.endpoint = scheduler;
+        scheduler_ = std::make_unique<SchedulerRole>(this, config_, my_node_);
+      }
       van_ = Van::Create("zmq");
       VanOptions options;
       options.transport = config_.transport;
@@ -58,22 +73,13 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
       if (!s.ok()) {
         start_count_ = 0;
         van_.reset();
+        scheduler_.reset();
         throw Error("HerdPS cannot start the " + std::string(RoleName(config_.role)) +
                     " node: " + s.message());
       }
-      my_node_ = Node();
-      my_node_.role = config_.role;
-      my_node_.host = config_.node_host;
-      my_node_.port = van_->port();
-      my_node_.endpoint = van_->endpoint();
-      my_node_.rank_hint = config_.rank_hint;
-      std::string scheduler =
-          EndpointFor(config_.transport, config_.scheduler_host, config_.scheduler_port);
-      if (is_scheduler()) {
-        my_node_.id = kScheduler;
-        my_node_.rank = 0;
-        scheduler_ = std::make_unique<SchedulerRole>(this, config_, my_node_);
-      } else {
+      if (!is_scheduler()) {
+        my_node_.port = van_->port();
+        my_node_.endpoint = van_->endpoint();
         s = van_->Connect(kScheduler, scheduler);
         if (s.ok()) {
           Message join;

@@ -34,12 +34,15 @@ std::string ZmqError() { return zmq_strerror(zmq_errno()); }
 void ReleaseFrame(void* /*data*/, void* hint) { delete static_cast<SArray<char>*>(hint); }
 
 // Received frames become SArrays that own the zmq_msg_t, so the payload is handed to
-// the app without a copy. A frame whose bytes are not 8-byte aligned (ZeroMQ keeps
-// tiny frames inside the message struct) is copied so typed views stay legal.
+// the app without a copy. ZeroMQ places large payloads 8 bytes into their allocation,
+// so 8 is the alignment to ask for (enough for every element type a frame can hold);
+// a frame that is not aligned so (tiny frames live inside the message struct) is
+// copied so that typed views of it stay legal.
+constexpr uintptr_t kFrameAlignment = 8;
 SArray<char> AdoptFrame(zmq_msg_t* msg) {
   char* data = static_cast<char*>(zmq_msg_data(msg));
   size_t size = zmq_msg_size(msg);
-  if (size == 0 || reinterpret_cast<uintptr_t>(data) % alignof(std::max_align_t) != 0) {
+  if (size == 0 || reinterpret_cast<uintptr_t>(data) % kFrameAlignment != 0) {
     SArray<char> copy;
     copy.CopyFrom(data, size);
     zmq_msg_close(msg);

@@ -135,7 +135,9 @@ class KVWorker {
     Sink sink;
     SArray<Key> keys;
     std::vector<int> servers;                      // ranks asked
-    std::vector<std::vector<uint32_t>> positions;  // per entry of servers; empty: identity
+    // Per entry of servers, the positions of its keys in the request; empty when one
+    // server has all the keys (the identity).
+    std::vector<std::vector<uint32_t>> positions;
     std::vector<KVPairs<Val>> answers;             // per entry of servers
     std::vector<bool> answered;
     Status status;
@@ -203,9 +205,14 @@ int KVWorker<Val>::Request(bool push, bool pull, const KVPairs<Val>& kvs, int cm
       auto& pos = partition.positions[r];
       if (pos.empty()) continue;
       p.servers.push_back(r);
-      // All keys on one server: send the caller's arrays as they are.
-      parts.push_back(used == 1 ? kvs : SelectKVPairs(kvs, pos, offsets, width));
-      p.positions.push_back(used == 1 ? std::vector<uint32_t>() : std::move(pos));
+      if (used == 1) {
+        // All keys on one server: send the caller's arrays as they are; an empty
+        // `positions` means the answer is already in the caller's order.
+        parts.push_back(kvs);
+      } else {
+        parts.push_back(SelectKVPairs(kvs, pos, offsets, width));
+        p.positions.push_back(std::move(pos));
+      }
     }
   }
   p.remaining = static_cast<int>(p.servers.size());

@@ -26,6 +26,10 @@ template <typename Val>
 Status ParseKVPairs(const Message& msg, bool need_sorted, KVPairs<Val>* kvs) {
   const auto& types = msg.meta.data_type;
   size_t frames = msg.data.size();
+  if (types.size() != frames) {
+    return Status::InvalidArgument("KV message lists " + std::to_string(types.size()) +
+                                   " frame types for " + std::to_string(frames) + " frames");
+  }
   if (frames < 1 || frames > 3) {
     return Status::InvalidArgument("KV message has " + std::to_string(frames) +
                                    " data frames; expected keys, vals and optional lens");
@@ -43,8 +47,14 @@ Status ParseKVPairs(const Message& msg, bool need_sorted, KVPairs<Val>* kvs) {
     return Status::InvalidArgument(std::string("lens frame holds ") + DataTypeName(types[2]) +
                                    ", expected int32");
   }
+  if (msg.data[0].size() % sizeof(Key) != 0) {
+    return Status::InvalidArgument("keys frame is not a whole number of keys");
+  }
   if (frames >= 2 && msg.data[1].size() % sizeof(Val) != 0) {
     return Status::InvalidArgument("values frame is not a whole number of values");
+  }
+  if (frames == 3 && msg.data[2].size() % sizeof(int) != 0) {
+    return Status::InvalidArgument("lens frame is not a whole number of lengths");
   }
   kvs->keys = SArray<Key>(msg.data[0]);
   kvs->vals = frames >= 2 ? SArray<Val>(msg.data[1]) : SArray<Val>();

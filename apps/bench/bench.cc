@@ -1,0 +1,282 @@
+// bench: HerdPS push / pull / push-pull goodput and latency, next to the raw
+// transport (plain ZeroMQ between the same two processes) measured in the same run.
+//
+//   tracker/launch -n 1 -s 1 -- build/apps/bench [--csv]
+//
+// Worker 0 drives; server 0 answers both HerdPS requests and raw ZeroMQ requests.
+// The server's handle stores pushed values by reference and answers pulls with them,
+// so the figures measure the system (framing, routing, request tracking, copies), not
+// arithmetic; --server_handle=add uses KVServerDefaultHandle instead.
+#include <gflags/gflags.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "node_memory.h"
+#include "ps/ps.h"
+#include "raw_transport.h"
+
+DEFINE_string(sizes, "64,4096,65536,1048576,16777216", "value sizes in bytes, comma-separated");
+DEFINE_string(ops, "push,pull,pushpull", "operations to measure: push, pull, pushpull");
+DEFINE_string(windows, "1,8", "requests in flight, comma-separated (1 = one at a time)");
+DEFINE_double(seconds, 0.5, "measuring time per point and per transport");
+DEFINE_int32(max_requests, 20000, "cap on requests per point and transport");
+DEFINE_bool(csv, false,
+            "print op,size,window,herdps_mbps,raw_mbps,ratio,... lines instead of a table");
+DEFINE_string(server_handle, "store", "server handle: store (by reference) or add (default)");
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kCmdRawPort = 1;  // pull cmd that returns the server's raw port
+
+struct Result {
+  double mbps = 0;
+  double p50_us = 0;
+  double p99_us = 0;
+  int requests = 0;
+};
+
+std::vector<std::string> Split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))];
+}
+
+// Runs `issue` / `complete` with up to `window` requests in flight for FLAGS_seconds.
+template <typename Issue, typename Complete>
+Result Measure(uint64_t size, int window, Issue issue, Complete complete) {
+  for (int i = 0; i < 3; ++i) complete(issue());  // warm-up
+  std::deque<std::pair<int, Clock::time_point>> in_flight;
+  std::vector<double> latencies;
+  auto start = Clock::now();
+  auto deadline = start + std::chrono::duration<double>(FLAGS_seconds);
+  int issued = 0;
+  while (true) {
+    bool more = Clock::now() < deadline && issued < FLAGS_max_requests;
+    if (more && static_cast<int>(in_flight.size()) < window) {
+      in_flight.emplace_back(issue(), Clock::now());
+      ++issued;
+      continue;
+    }
+    if (in_flight.empty()) break;
+    complete(in_flight.front().first);
+    latencies.push_back(
+        std::chrono::duration<double, std::micro>(Clock::now() - in_flight.front().second)
+            .count());
+    in_flight.pop_front();
+  }
+  double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  Result r;
+  r.requests = issued;
+  r.mbps = static_cast<double>(size) * issued / secs / 1e6;
+  r.p50_us = Percentile(latencies, 0.5);
+  r.p99_us = Percentile(latencies, 0.99);
+  return r;
+}
+
+// The bench server handle: keeps each key's latest values by reference.
+struct StoreHandle {
+  int raw_port = 0;
+  std::unordered_map<ps::Key, ps::SArray<float>> store;
+  void operator()(const ps::KVMeta& meta, const ps::KVPairs<float>& data,
+                  ps::KVServer<float>* server) {
+    ps::KVPairs<float> res;
+    if (meta.cmd == kCmdRawPort) {
+      res.keys = data.keys;
+      res.vals = ps::SArray<float>(data.keys.size(), static_cast<float>(raw_port));
+      server->Response(meta, res);
+      return;
+    }
+    if (meta.push) {
+      size_t width = data.keys.empty() ? 0 : data.vals.size() / data.keys.size();
+      for (size_t i = 0; i < data.keys.size(); ++i) {
+        store[data.keys[i]] = data.vals.segment(i * width, (i + 1) * width);
+      }
+    }
+    if (meta.pull) {
+      res.keys = data.keys;
+      for (ps::Key k : data.keys) {
+        auto it = store.find(k);
+        if (it == store.end()) {
+          server->ResponseError(meta, ps::Status::NotFound("key never pushed"));
+          return;
+        }
+        if (data.keys.size() == 1) {
+          res.vals = it->second;  // shared, not copied
+        } else {
+          res.vals.append(it->second);
+        }
+      }
+    }
+    server->Response(meta, res);
+  }
+};
+
+void PrintMemory(const char* who, double rss_start) {
+  std::printf("# memory %s: peak_rss_mib=%.1f rss_start_mib=%.1f rss_end_mib=%.1f\n", who,
+              bench::PeakRssMiB(), rss_start, bench::CurrentRssMiB());
+}
+
+int RunDriver() {
+  ps::KVWorker<float> kv(0, 0);
+  // Find the server's raw endpoint.
+  ps::SArray<ps::Key> port_key{0};
+  ps::SArray<float> port;
+  ps::Status s = kv.Wait(kv.ZPull(port_key, &port, nullptr, kCmdRawPort));
+  if (!s.ok() || port.size() != 1) {
+    std::fprintf(stderr, "bench: cannot learn the raw port: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  std::string host;
+  for (const ps::Node& n : ps::Postoffice::Get()->nodes()) {
+    if (n.role == ps::Node::kServerRole && n.rank == 0) host = n.host;
+  }
+  bench::RawClient raw;
+  if (!raw.Connect("tcp://" + host + ":" + std::to_string(static_cast<int>(port[0])))) {
+    std::fprintf(stderr, "bench: cannot connect the raw socket\n");
+    return 1;
+  }
+  double rss_start = bench::CurrentRssMiB();
+  if (FLAGS_csv) {
+    std::printf(
+        "op,size,window,herdps_mbps,raw_mbps,ratio,herdps_p50_us,herdps_p99_us,raw_p50_us,"
+        "raw_p99_us,herdps_requests,raw_requests\n");
+  } else {
+    std::printf("%-9s %10s %6s %12s %12s %7s %11s %11s %11s %11s\n", "op", "size", "window",
+                "herdps MB/s", "raw MB/s", "ratio", "p50 us", "p99 us", "raw p50", "raw p99");
+  }
+  ps::SArray<ps::Key> keys{42};
+  for (const std::string& op : Split(FLAGS_ops)) {
+    if (op != "push" && op != "pull" && op != "pushpull") {
+      std::fprintf(stderr, "bench: unknown op '%s' (push, pull, pushpull)\n", op.c_str());
+      return 2;
+    }
+    for (const std::string& size_text : Split(FLAGS_sizes)) {
+      uint64_t size = std::stoull(size_text);
+      if (size < sizeof(float) || size % sizeof(float)) {
+        std::fprintf(stderr, "bench: size %s is not a positive multiple of 4\n",
+                     size_text.c_str());
+        return 2;
+      }
+      ps::SArray<float> vals(size / sizeof(float), 1.0f);
+      // Pulls need the key to exist; with the add handle the values grow, harmlessly.
+      kv.Wait(kv.ZPush(keys, vals));
+      for (const std::string& window_text : Split(FLAGS_windows)) {
+        int window = std::max(1, std::stoi(window_text));
+        // Pull outputs must live until their request finishes. Requests finish in
+        // issue order and at most `window` are in flight, so a ring of `window` arrays
+        // suffices. Each starts empty so that the answer is received without a copy.
+        std::vector<ps::SArray<float>> outs(window);
+        size_t next_out = 0;
+        Result mine = Measure(
+            size, window,
+            [&]() -> int {
+              if (op == "push") return kv.ZPush(keys, vals);
+              ps::SArray<float>* out = &outs[next_out++ % outs.size()];
+              out->clear();
+              return op == "pull" ? kv.ZPull(keys, out) : kv.ZPushPull(keys, vals, out);
+            },
+            [&](int ts) { kv.Wait(ts); });
+        bench::Op raw_op = op == "push"   ? bench::Op::kPush
+                           : op == "pull" ? bench::Op::kPull
+                                          : bench::Op::kPushPull;
+        Result theirs = Measure(
+            size, window,
+            [&]() -> int {
+              raw.Send(raw_op, reinterpret_cast<const char*>(vals.data()), size);
+              return 0;
+            },
+            [&](int) { raw.Receive(); });
+        double ratio = theirs.mbps > 0 ? mine.mbps / theirs.mbps : 0;
+        if (FLAGS_csv) {
+          std::printf("%s,%llu,%d,%.2f,%.2f,%.3f,%.1f,%.1f,%.1f,%.1f,%d,%d\n", op.c_str(),
+                      static_cast<unsigned long long>(size), window, mine.mbps, theirs.mbps,
+                      ratio, mine.p50_us, mine.p99_us, theirs.p50_us, theirs.p99_us,
+                      mine.requests, theirs.requests);
+        } else {
+          std::printf("%-9s %10llu %6d %12.1f %12.1f %7.3f %11.1f %11.1f %11.1f %11.1f\n",
+                      op.c_str(), static_cast<unsigned long long>(size), window, mine.mbps,
+                      theirs.mbps, ratio, mine.p50_us, mine.p99_us, theirs.p50_us,
+                      theirs.p99_us);
+        }
+        std::fflush(stdout);
+      }
+    }
+  }
+  raw.Quit();
+  std::printf("# in-flight requests tracked at the end: %zu\n", kv.NumInFlight());
+  PrintMemory("worker 0", rss_start);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  gflags::SetUsageMessage("bench: HerdPS vs raw ZeroMQ goodput (run under tracker/launch)");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (FLAGS_server_handle != "store" && FLAGS_server_handle != "add") {
+    std::fprintf(stderr, "bench: --server_handle must be store or add\n");
+    return 2;
+  }
+  try {
+    ps::Start(0, argv[0]);
+    std::unique_ptr<ps::KVServer<float>> server;
+    bench::RawServer raw;
+    double rss_start = bench::CurrentRssMiB();
+    if (ps::IsServer()) {
+      server = std::make_unique<ps::KVServer<float>>(0);
+      StoreHandle handle;
+      handle.raw_port = raw.Start(ps::Postoffice::Get()->my_node().host);
+      if (handle.raw_port < 0) {
+        std::fprintf(stderr, "bench: cannot bind the raw socket\n");
+        return 1;
+      }
+      if (FLAGS_server_handle == "store") {
+        server->set_request_handle(handle);
+      } else {
+        ps::KVServerDefaultHandle<float> add;
+        int port = handle.raw_port;
+        server->set_request_handle(
+            [add, port](const ps::KVMeta& m, const ps::KVPairs<float>& d,
+                        ps::KVServer<float>* s) mutable {
+              if (m.cmd == kCmdRawPort) {
+                ps::KVPairs<float> res;
+                res.keys = d.keys;
+                res.vals = ps::SArray<float>(d.keys.size(), static_cast<float>(port));
+                s->Response(m, res);
+                return;
+              }
+              add(m, d, s);
+            });
+      }
+    }
+    int rc = 0;
+    if (ps::IsWorker() && ps::MyRank() == 0) rc = RunDriver();
+    ps::Finalize(0, true);
+    if (ps::IsServer()) {
+      raw.Stop();
+      PrintMemory(("server " + std::to_string(ps::MyRank())).c_str(), rss_start);
+    }
+    return rc;
+  } catch (const ps::Error& e) {
+    std::fprintf(stderr, "bench: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,152 @@
+// ConsistentHashRing (ps/internal/consistent_hash_ring.h): which server owns a key.
+#include "ps/internal/consistent_hash_ring.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <set>
+#include <unordered_set>
+#include <vector>
+
+namespace ps {
+namespace {
+
+constexpr int kPoints = 128;
+
+// The owner of every key in [0, n).
+std::vector<int> Owners(const ConsistentHashRing& ring, Key n) {
+  std::vector<int> owners(n);
+  for (Key k = 0; k < n; ++k) owners[k] = ring.ServerOf(k);
+  return owners;
+}
+
+TEST(ConsistentHashRing, RingsWithTheSameServersAgreeOnEveryKey) {
+  ConsistentHashRing a(5, kPoints);
+  ConsistentHashRing b(5, kPoints);
+  ConsistentHashRing shuffled(std::vector<int>{3, 0, 4, 1, 2}, kPoints);
+  std::mt19937_64 rng(7);
+  for (Key k = 0; k < 100000; ++k) {
+    Key key = (k % 2) ? k / 2 : rng();  // sequential and scattered keys
+    int owner = a.ServerOf(key);
+    ASSERT_EQ(b.ServerOf(key), owner) << key;
+    ASSERT_EQ(shuffled.ServerOf(key), owner) << key;
+  }
+}
+
+TEST(ConsistentHashRing, EveryKeyMapsToOneOfTheRingsServers) {
+  const std::vector<int> ranks{3, 7, 11};
+  ConsistentHashRing ring(ranks, kPoints);
+  EXPECT_EQ(ring.servers(), ranks);
+  EXPECT_EQ(ring.virtual_nodes(), kPoints);
+  std::set<int> used;
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 100000; ++i) {
+    int owner = ring.ServerOf(rng());
+    ASSERT_TRUE(owner == 3 || owner == 7 || owner == 11) << owner;
+    used.insert(owner);
+  }
+  for (Key edge : {Key{0}, Key{1}, kMaxKey, kMaxKey - 1}) {
+    int owner = ring.ServerOf(edge);
+    EXPECT_TRUE(owner == 3 || owner == 7 || owner == 11) << edge;
+  }
+  EXPECT_EQ(used.size(), ranks.size());
+}
+
+TEST(ConsistentHashRing, FourServersWith128PointsLoadNoServerOver125PercentOfTheMean) {
+  const int kServers = 4;
+  const Key kKeys = 200000;
+  ConsistentHashRing ring(kServers, kPoints);
+  std::vector<int> load(kServers, 0);
+  for (Key k = 0; k < kKeys; ++k) ++load[ring.ServerOf(k)];
+  double mean = static_cast<double>(kKeys) / kServers;
+  double ratio = *std::max_element(load.begin(), load.end()) / mean;
+  std::printf("[ ring ] 4 servers x 128 points, 200k keys: loads %d %d %d %d, max/mean = %.3f\n",
+              load[0], load[1], load[2], load[3], ratio);
+  RecordProperty("max_over_mean", std::to_string(ratio));
+  EXPECT_LE(ratio, 1.25);
+  for (int n : load) EXPECT_GT(n, 0);
+}
+
+TEST(ConsistentHashRing, RemovingAServerMovesOnlyThatServersKeys) {
+  const Key kKeys = 200000;
+  std::vector<int> before = Owners(ConsistentHashRing(5, kPoints), kKeys);
+  std::vector<int> after = Owners(ConsistentHashRing(std::vector<int>{0, 1, 2, 4}, kPoints), kKeys);
+  size_t moved = 0;
+  for (Key k = 0; k < kKeys; ++k) {
+    if (before[k] == 3) {
+      ASSERT_NE(after[k], 3) << k;
+      ++moved;
+    } else {
+      ASSERT_EQ(after[k], before[k]) << "key " << k << " moved though its server stayed";
+    }
+  }
+  double fraction = static_cast<double>(moved) / kKeys;
+  std::printf("[ ring ] removing 1 of 5 servers moved %.4f of the keys (ideal 0.2)\n", fraction);
+  RecordProperty("moved_on_remove", std::to_string(fraction));
+  EXPECT_GE(fraction, 0.12);
+  EXPECT_LE(fraction, 0.28);
+}
+
+TEST(ConsistentHashRing, AddingAServerMovesAboutOneInNPlusOneKeysAllToTheNewServer) {
+  const Key kKeys = 200000;
+  std::vector<int> before = Owners(ConsistentHashRing(4, kPoints), kKeys);
+  std::vector<int> after = Owners(ConsistentHashRing(5, kPoints), kKeys);
+  size_t moved = 0;
+  for (Key k = 0; k < kKeys; ++k) {
+    if (after[k] != before[k]) {
+      ASSERT_EQ(after[k], 4) << "key " << k << " moved to an old server";
+      ++moved;
+    }
+  }
+  double fraction = static_cast<double>(moved) / kKeys;
+  std::printf("[ ring ] adding a 5th server moved %.4f of the keys (ideal 0.2)\n", fraction);
+  RecordProperty("moved_on_add", std::to_string(fraction));
+  EXPECT_GE(fraction, 0.12);
+  EXPECT_LE(fraction, 0.28);
+}
+
+TEST(ConsistentHashRing, SingleServerOwnsEveryKey) {
+  ConsistentHashRing ring(std::vector<int>{7}, 16);
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 10000; ++i) ASSERT_EQ(ring.ServerOf(rng()), 7);
+  EXPECT_EQ(ring.ServerOf(0), 7);
+  EXPECT_EQ(ring.ServerOf(kMaxKey), 7);
+}
+
+TEST(ConsistentHashRing, FewerThanOnePointPerServerIsRaisedToOne) {
+  ConsistentHashRing ring(2, 0);
+  EXPECT_EQ(ring.virtual_nodes(), 1);
+  EXPECT_FALSE(ring.empty());
+  int owner = ring.ServerOf(12345);
+  EXPECT_TRUE(owner == 0 || owner == 1);
+}
+
+TEST(ConsistentHashRing, NoServersMakesAnEmptyRing) {
+  EXPECT_TRUE(ConsistentHashRing().empty());
+  EXPECT_TRUE(ConsistentHashRing(0, kPoints).empty());
+  EXPECT_TRUE(ConsistentHashRing(-3, kPoints).empty());
+  EXPECT_TRUE(ConsistentHashRing(std::vector<int>{}, kPoints).empty());
+  EXPECT_FALSE(ConsistentHashRing(1, kPoints).empty());
+}
+
+TEST(ConsistentHashRing, HashKeyGivesConsecutiveKeysDistinctWellSpreadHashes) {
+  const int kKeys = 100000;
+  std::unordered_set<uint64_t> hashes;
+  hashes.reserve(kKeys);
+  int top_bit_set = 0;
+  for (Key k = 0; k < kKeys; ++k) {
+    uint64_t h = ConsistentHashRing::HashKey(k);
+    hashes.insert(h);
+    top_bit_set += static_cast<int>(h >> 63);
+  }
+  EXPECT_EQ(hashes.size(), static_cast<size_t>(kKeys));
+  // Consecutive keys must not stay in one region of the ring.
+  EXPECT_GT(top_bit_set, kKeys * 45 / 100);
+  EXPECT_LT(top_bit_set, kKeys * 55 / 100);
+  EXPECT_EQ(ConsistentHashRing::HashKey(42), ConsistentHashRing::HashKey(42));
+}
+
+}  // namespace
+}  // namespace ps
