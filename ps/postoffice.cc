@@ -10,9 +10,10 @@
 namespace ps {
 namespace {
 
-// Data that arrives before its customer exists is held, up to this many messages;
-// past that the sender is told the app is not running here.
+// Data that arrives before its customer exists is held, up to this many messages and
+// bytes; past that the sender is told the app is not running here.
 constexpr size_t kMaxEarlyMessages = 1 << 16;
+constexpr size_t kMaxEarlyBytes = size_t{1} << 30;
 
 void InitLogging(const char* argv0) {
   if (google::IsGoogleLoggingInitialized()) return;
@@ -128,6 +129,7 @@ void Postoffice::Finalize(int customer_id, bool do_barrier) {
       LOG(WARNING) << early_messages_.size()
                    << " messages for apps that never started on this node were dropped";
       early_messages_.clear();
+      early_bytes_ = 0;
     }
   }
   scheduler_.reset();
@@ -200,13 +202,16 @@ void Postoffice::InstallNodeTable(const std::vector<Node>& nodes, int my_id) {
   {
     std::lock_guard<std::mutex> lock(state_mu_);
     nodes_ = nodes;
-    ready_ = true;
+    node_ids_.clear();
+    for (const Node& n : nodes) node_ids_.insert(n.id);
+    ready_.store(true, std::memory_order_release);
   }
   state_cv_.notify_all();
   // Data that raced ahead of the node table can be delivered now.
   std::unique_lock<std::shared_mutex> dispatch_lock(dispatch_mu_);
   std::deque<Message> early;
   early.swap(early_messages_);
+  early_bytes_ = 0;
   dispatch_lock.unlock();
   for (Message& m : early) DispatchData(m);
 }
@@ -292,15 +297,13 @@ void Postoffice::ReplyError(const Message& request, const Status& status) {
 
 void Postoffice::DispatchData(Message& msg) {
   std::shared_lock<std::shared_mutex> lock(dispatch_mu_);
-  bool ready;
-  {
-    std::lock_guard<std::mutex> state_lock(state_mu_);
-    ready = ready_;
-  }
+  bool ready = ready_.load(std::memory_order_acquire);
   auto hold_early = [&]() {
     lock.unlock();
     std::unique_lock<std::shared_mutex> write(dispatch_mu_);
-    if (early_messages_.size() < kMaxEarlyMessages) {
+    size_t bytes = msg.DataBytes();
+    if (early_messages_.size() < kMaxEarlyMessages && early_bytes_ + bytes <= kMaxEarlyBytes) {
+      early_bytes_ += bytes;
       early_messages_.push_back(std::move(msg));
       return true;
     }
@@ -310,12 +313,7 @@ void Postoffice::DispatchData(Message& msg) {
     if (!hold_early()) LOG(WARNING) << "data before the node table, over the limit; dropped";
     return;
   }
-  bool known_sender = false;
-  {
-    std::lock_guard<std::mutex> state_lock(state_mu_);
-    for (const Node& n : nodes_) known_sender |= (n.id == msg.meta.sender);
-  }
-  if (!known_sender) {
+  if (!node_ids_.count(msg.meta.sender)) {
     LOG(WARNING) << "data message from unknown node " << msg.meta.sender << " dropped";
     return;
   }
@@ -357,6 +355,7 @@ void Postoffice::AddCustomer(Customer* customer) {
   for (Message& m : early_messages_) {
     int cid = m.meta.request ? m.meta.app_id : m.meta.customer_id;
     if (m.meta.app_id == key.first && cid == key.second) {
+      early_bytes_ -= m.DataBytes();
       customer->Accept(m);
     } else {
       keep.push_back(std::move(m));

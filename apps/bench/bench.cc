@@ -8,6 +8,7 @@
 // so the figures measure the system (framing, routing, request tracking, copies), not
 // arithmetic; --server_handle=add uses KVServerDefaultHandle instead.
 #include <gflags/gflags.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -26,7 +27,8 @@
 DEFINE_string(sizes, "64,4096,65536,1048576,16777216", "value sizes in bytes, comma-separated");
 DEFINE_string(ops, "push,pull,pushpull", "operations to measure: push, pull, pushpull");
 DEFINE_string(windows, "1,8", "requests in flight, comma-separated (1 = one at a time)");
-DEFINE_double(seconds, 0.5, "measuring time per point and per transport");
+DEFINE_double(seconds, 1.0, "measuring time per point and per transport");
+DEFINE_int32(rounds, 5, "alternating HerdPS / raw rounds per point");
 DEFINE_int32(max_requests, 20000, "cap on requests per point and transport");
 DEFINE_bool(csv, false,
             "print op,size,window,herdps_mbps,raw_mbps,ratio,... lines instead of a table");
@@ -59,17 +61,32 @@ double Percentile(std::vector<double> v, double q) {
   return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))];
 }
 
-// Runs `issue` / `complete` with up to `window` requests in flight for FLAGS_seconds.
+// Accumulates one transport's requests over several rounds.
+struct Tally {
+  double bytes = 0;
+  double seconds = 0;
+  int requests = 0;
+  std::vector<double> latencies_us;
+  Result Summary() const {
+    Result r;
+    r.requests = requests;
+    r.mbps = seconds > 0 ? bytes / seconds / 1e6 : 0;
+    r.p50_us = Percentile(latencies_us, 0.5);
+    r.p99_us = Percentile(latencies_us, 0.99);
+    return r;
+  }
+};
+
+// Runs `issue` / `complete` with up to `window` requests in flight for `seconds`.
 template <typename Issue, typename Complete>
-Result Measure(uint64_t size, int window, Issue issue, Complete complete) {
-  for (int i = 0; i < 3; ++i) complete(issue());  // warm-up
+void MeasureRound(uint64_t size, int window, double seconds, int max_requests, Issue issue,
+                  Complete complete, Tally* tally) {
   std::deque<std::pair<int, Clock::time_point>> in_flight;
-  std::vector<double> latencies;
   auto start = Clock::now();
-  auto deadline = start + std::chrono::duration<double>(FLAGS_seconds);
+  auto deadline = start + std::chrono::duration<double>(seconds);
   int issued = 0;
   while (true) {
-    bool more = Clock::now() < deadline && issued < FLAGS_max_requests;
+    bool more = Clock::now() < deadline && issued < max_requests;
     if (more && static_cast<int>(in_flight.size()) < window) {
       in_flight.emplace_back(issue(), Clock::now());
       ++issued;
@@ -77,18 +94,32 @@ Result Measure(uint64_t size, int window, Issue issue, Complete complete) {
     }
     if (in_flight.empty()) break;
     complete(in_flight.front().first);
-    latencies.push_back(
+    tally->latencies_us.push_back(
         std::chrono::duration<double, std::micro>(Clock::now() - in_flight.front().second)
             .count());
     in_flight.pop_front();
   }
-  double secs = std::chrono::duration<double>(Clock::now() - start).count();
-  Result r;
-  r.requests = issued;
-  r.mbps = static_cast<double>(size) * issued / secs / 1e6;
-  r.p50_us = Percentile(latencies, 0.5);
-  r.p99_us = Percentile(latencies, 0.99);
-  return r;
+  tally->seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  tally->bytes += static_cast<double>(size) * issued;
+  tally->requests += issued;
+}
+
+// Measures HerdPS and the raw transport in alternating rounds, so that whatever else
+// the machine does in the meantime weighs on both alike.
+template <typename IssueA, typename CompleteA, typename IssueB, typename CompleteB>
+std::pair<Result, Result> MeasurePair(uint64_t size, int window, IssueA issue_a,
+                                      CompleteA complete_a, IssueB issue_b,
+                                      CompleteB complete_b) {
+  for (int i = 0; i < 3; ++i) complete_a(issue_a()), complete_b(issue_b());  // warm-up
+  Tally a, b;
+  int rounds = std::max(1, FLAGS_rounds);
+  double seconds = FLAGS_seconds / rounds;
+  int cap = std::max(1, FLAGS_max_requests / rounds);
+  for (int r = 0; r < rounds; ++r) {
+    MeasureRound(size, window, seconds, cap, issue_a, complete_a, &a);
+    MeasureRound(size, window, seconds, cap, issue_b, complete_b, &b);
+  }
+  return {a.Summary(), b.Summary()};
 }
 
 // The bench server handle: keeps each key's latest values by reference.
@@ -130,8 +161,11 @@ struct StoreHandle {
 };
 
 void PrintMemory(const char* who, double rss_start) {
-  std::printf("# memory %s: peak_rss_mib=%.1f rss_start_mib=%.1f rss_end_mib=%.1f\n", who,
-              bench::PeakRssMiB(), rss_start, bench::CurrentRssMiB());
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  std::printf(
+      "# memory %s: peak_rss_mib=%.1f rss_start_mib=%.1f rss_end_mib=%.1f minor_faults=%ld\n",
+      who, bench::PeakRssMiB(), rss_start, bench::CurrentRssMiB(), usage.ru_minflt);
 }
 
 int RunDriver() {
@@ -185,7 +219,10 @@ int RunDriver() {
         // suffices. Each starts empty so that the answer is received without a copy.
         std::vector<ps::SArray<float>> outs(window);
         size_t next_out = 0;
-        Result mine = Measure(
+        bench::Op raw_op = op == "push"   ? bench::Op::kPush
+                           : op == "pull" ? bench::Op::kPull
+                                          : bench::Op::kPushPull;
+        auto [mine, theirs] = MeasurePair(
             size, window,
             [&]() -> int {
               if (op == "push") return kv.ZPush(keys, vals);
@@ -193,12 +230,7 @@ int RunDriver() {
               out->clear();
               return op == "pull" ? kv.ZPull(keys, out) : kv.ZPushPull(keys, vals, out);
             },
-            [&](int ts) { kv.Wait(ts); });
-        bench::Op raw_op = op == "push"   ? bench::Op::kPush
-                           : op == "pull" ? bench::Op::kPull
-                                          : bench::Op::kPushPull;
-        Result theirs = Measure(
-            size, window,
+            [&](int ts) { kv.Wait(ts); },
             [&]() -> int {
               raw.Send(raw_op, reinterpret_cast<const char*>(vals.data()), size);
               return 0;

@@ -261,6 +261,11 @@ int KVWorker<Val>::Request(bool push, bool pull, const KVPairs<Val>& kvs, int cm
 template <typename Val>
 void KVWorker<Val>::Process(Message& msg) {
   const Meta& meta = msg.meta;
+  if (meta.request) {
+    // A worker serves no requests; one addressed to its app id is misrouted or hostile.
+    LOG(WARNING) << "request from node " << meta.sender << " to a worker dropped";
+    return;
+  }
   Pending done;
   {
     std::lock_guard<std::mutex> lock(mu_);

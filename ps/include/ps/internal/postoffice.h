@@ -8,6 +8,7 @@
 #ifndef PS_INTERNAL_POSTOFFICE_H_
 #define PS_INTERNAL_POSTOFFICE_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -16,6 +17,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -99,9 +101,13 @@ class Postoffice {
   // Joining the job. Guarded by state_mu_.
   mutable std::mutex state_mu_;
   std::condition_variable state_cv_;
-  bool ready_ = false;
+  // Set once the node table is installed; read without the lock on the data path.
+  std::atomic<bool> ready_{false};
   Status join_error_;
   std::vector<Node> nodes_;
+  // Ids of the nodes in the table, for checking senders on the data path. Written
+  // before ready_ is set and never after, so readers that saw ready_ need no lock.
+  std::unordered_set<int> node_ids_;
   // Barrier releases seen, per (group, customer_id).
   std::map<std::pair<int, int>, uint64_t> barrier_releases_;
 
@@ -111,6 +117,7 @@ class Postoffice {
   std::shared_mutex dispatch_mu_;
   std::map<std::pair<int, int>, Customer*> customers_;
   std::deque<Message> early_messages_;
+  size_t early_bytes_ = 0;  // payload bytes held in early_messages_
 };
 
 }  // namespace ps
