@@ -37,13 +37,19 @@ class KVServer {
   // Serves app_id. Requests that arrive before the handle is set are held and
   // delivered, in order, once it is. Throws ps::Error before ps::Start.
   explicit KVServer(int app_id)
-      : customer_(std::make_unique<Customer>(
+      : app_id_(app_id),
+        customer_(std::make_unique<Customer>(
             app_id, app_id, [this](Message& msg) { Process(msg); }, /*open_now=*/false)) {}
   virtual ~KVServer() { customer_.reset(); }
+
+  // Stops taking requests (waiting for a handle call in progress); Response and
+  // ResponseError keep working, so requests already taken can still be answered.
+  void Close() { customer_.reset(); }
 
   // Sets the handle and starts serving. Call once, before Finalize.
   void set_request_handle(const ReqHandle& request_handle) {
     if (!request_handle) throw Error("KVServer::set_request_handle: empty handle");
+    if (!customer_) throw Error("KVServer::set_request_handle after Close");
     request_handle_ = request_handle;
     customer_->Open();
   }
@@ -64,12 +70,12 @@ class KVServer {
     Send(msg);
   }
 
-  int app_id() const { return customer_->app_id(); }
+  int app_id() const { return app_id_; }
 
  private:
   Message Answer(const KVMeta& req) {
     Message msg;
-    msg.meta.app_id = customer_->app_id();
+    msg.meta.app_id = app_id_;
     msg.meta.customer_id = req.customer_id;
     msg.meta.request = false;
     msg.meta.push = req.push;
@@ -109,6 +115,7 @@ class KVServer {
     request_handle_(meta, data, this);
   }
 
+  const int app_id_;
   ReqHandle request_handle_;
   std::unique_ptr<Customer> customer_;  // last: destroyed first, so no handler runs after
 };

@@ -22,6 +22,7 @@
 
 #include <glog/logging.h>
 
+#include <atomic>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -116,6 +117,10 @@ class KVWorker {
   // Requests issued by this worker and not finished yet.
   size_t NumInFlight() { return customer_->NumInFlight(); }
 
+  // Answers dropped because they matched no request in flight (duplicates, or answers
+  // to requests that already failed). Non-zero means a server answered twice.
+  uint64_t dropped_answers() const { return dropped_answers_.load(); }
+
  private:
   // Where pulled values go.
   struct Sink {
@@ -162,6 +167,7 @@ class KVWorker {
 
   std::mutex mu_;  // guards pending_
   std::unordered_map<int, Pending> pending_;
+  std::atomic<uint64_t> dropped_answers_{0};
   std::unique_ptr<Customer> customer_;  // last: destroyed first, so no handler runs after
 };
 
@@ -273,6 +279,7 @@ void KVWorker<Val>::Process(Message& msg) {
     if (it == pending_.end()) {
       LOG(WARNING) << "answer to unknown request " << meta.timestamp << " from node "
                    << meta.sender << " dropped";
+      dropped_answers_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     Pending& p = it->second;
@@ -282,6 +289,7 @@ void KVWorker<Val>::Process(Message& msg) {
     if (slot == p.servers.size() || p.answered[slot] || meta.sender < 8 || meta.sender % 2) {
       LOG(WARNING) << "unexpected answer to request " << meta.timestamp << " from node "
                    << meta.sender << " dropped";
+      dropped_answers_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     p.answered[slot] = true;

@@ -1,0 +1,75 @@
+// OptimizerServer: the built-in server app that runs the optimizer. Workers push
+// gradients; the server applies the configured optimizer to each key's values and
+// answers pulls with the current values.
+//
+// Threading: keys are spread over `threads` shard threads (key k always on the same
+// one). The receive thread splits each request by shard and queues the parts on the
+// shards' FIFO queues; the shard that finishes a request's last part sends the one
+// response. Updates to a key are applied in the order requests arrived (per-key FIFO).
+//
+// Keys are created on first use: a push creates the key with the push's length, a
+// pull of an unknown key creates it with `default_length` values; both initialise
+// the values by `init`. A push whose length differs from the key's is refused with
+// InvalidArgument (the other keys of that request on other shards may already be
+// updated; the error says which key).
+#ifndef PS_OPTIMIZER_SERVER_H_
+#define PS_OPTIMIZER_SERVER_H_
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "ps/kv_server.h"
+#include "ps/optimizer.h"
+#include "ps/value_init.h"
+
+namespace ps {
+
+class ShardStore;
+class ShardThread;
+
+struct OptimizerServerOptions {
+  OptimizerOptions optimizer;
+  ValueInit init;
+  // Shard threads; 0 means PS_SERVER_THREADS, else the cores this process may use.
+  int threads = 0;
+  uint32_t default_length = 1;     // values of a key first seen in a pull
+  size_t queue_capacity = 4096;    // tasks waiting per shard before the receiver waits
+};
+
+class OptimizerServer {
+ public:
+  // Starts serving app_id. Throws ps::Error if the options are invalid or Start has
+  // not been called.
+  OptimizerServer(int app_id, const OptimizerServerOptions& options);
+  // Finishes queued work and stops the shard threads.
+  ~OptimizerServer();
+
+  int num_threads() const { return static_cast<int>(shards_.size()); }
+  // Totals over all shards; each waits for the work queued before it.
+  size_t NumKeys();
+  size_t PayloadBytes();
+  // Requests answered so far.
+  uint64_t requests_answered() const { return answered_.load(); }
+
+  // Which shard of `threads` owns `key`.
+  static int ShardOf(Key key, int threads);
+
+ private:
+  struct Request;
+  void Handle(const KVMeta& meta, const KVPairs<float>& data);
+  void RunPart(Request* request, const std::vector<uint32_t>* positions, int part,
+               ShardStore& store);
+  void Finish(Request* request);
+
+  OptimizerServerOptions options_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::vector<std::unique_ptr<ShardThread>> shards_;
+  std::atomic<uint64_t> answered_{0};
+  std::unique_ptr<KVServer<float>> server_;  // last: stops receiving before shards go
+};
+
+}  // namespace ps
+
+#endif  // PS_OPTIMIZER_SERVER_H_

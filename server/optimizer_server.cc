@@ -1,0 +1,211 @@
+#include "ps/optimizer_server.h"
+
+#include <glog/logging.h>
+#include <sched.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "ps/internal/key_partition.h"
+#include "shard_thread.h"
+
+namespace ps {
+namespace {
+
+int DefaultThreads() {
+  if (const char* env = std::getenv("PS_SERVER_THREADS")) {
+    int n = std::atoi(env);
+    if (n >= 1 && n <= 1024) return n;
+    LOG(WARNING) << "PS_SERVER_THREADS='" << env << "' is not in [1, 1024]; ignored";
+  }
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+}  // namespace
+
+// One request in progress. Parts run on different shard threads; each writes only its
+// own part_vals entry and the lens of its own key positions, so they share no data
+// but `remaining` and `status`.
+struct OptimizerServer::Request {
+  KVMeta meta;
+  KVPairs<float> data;
+  std::vector<size_t> offsets;  // value offsets of a push with lens; empty when uniform
+  size_t width = 0;             // values per key of a push without lens
+  std::vector<std::vector<uint32_t>> positions;  // per part; empty: one part, all keys
+  std::vector<SArray<float>> part_vals;          // pulled values, per part
+  std::vector<int> lens;                         // pulled length per key
+  std::atomic<int> remaining{0};
+  std::mutex status_mu;
+  Status status;  // first failure, under status_mu
+};
+
+int OptimizerServer::ShardOf(Key key, int threads) {
+  // A different mix from the ring's, so keys of one server spread over its shards.
+  uint64_t x = key ^ 0x6a09e667f3bcc909ULL;
+  x = (x ^ (x >> 33)) * 0xff51afd7ed558ccdULL;
+  x = (x ^ (x >> 33)) * 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return static_cast<int>(x % static_cast<uint64_t>(threads));
+}
+
+OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& options)
+    : options_(options) {
+  Status s = options_.optimizer.Validate();
+  if (!s.ok()) throw Error("OptimizerServer: " + s.message());
+  if (options_.default_length == 0) throw Error("OptimizerServer: default_length must be >= 1");
+  optimizer_ = Optimizer::Create(options_.optimizer);
+  int threads = options_.threads > 0 ? options_.threads : DefaultThreads();
+  for (int t = 0; t < threads; ++t) {
+    shards_.push_back(std::make_unique<ShardThread>(
+        std::make_unique<ShardStore>(optimizer_.get(), options_.init),
+        std::max<size_t>(options_.queue_capacity, 1)));
+  }
+  server_ = std::make_unique<KVServer<float>>(app_id);
+  server_->set_request_handle(
+      [this](const KVMeta& meta, const KVPairs<float>& data, KVServer<float>*) {
+        Handle(meta, data);
+      });
+}
+
+OptimizerServer::~OptimizerServer() {
+  server_->Close();  // no new requests; the shards finish and answer the taken ones
+  shards_.clear();
+  server_.reset();
+}
+
+void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
+  size_t n = data.keys.size();
+  if (n == 0) {
+    server_->Response(meta, KVPairs<float>());
+    return;
+  }
+  auto* req = new Request;
+  req->meta = meta;
+  req->data = data;
+  if (meta.push) {
+    if (data.lens.empty()) {
+      req->width = data.vals.size() / n;
+    } else {
+      req->offsets = ValueOffsets(data.lens.data(), n);
+    }
+  }
+  if (meta.pull) req->lens.assign(n, 0);
+  int threads = static_cast<int>(shards_.size());
+  std::vector<int> targets;
+  if (threads == 1) {
+    targets.push_back(0);
+  } else {
+    std::vector<std::vector<uint32_t>> by_shard(threads);
+    for (size_t i = 0; i < n; ++i) {
+      by_shard[ShardOf(data.keys[i], threads)].push_back(static_cast<uint32_t>(i));
+    }
+    for (int t = 0; t < threads; ++t) {
+      if (by_shard[t].empty()) continue;
+      targets.push_back(t);
+      req->positions.push_back(std::move(by_shard[t]));
+    }
+    if (targets.size() == 1) req->positions.clear();  // one shard has every key
+  }
+  req->part_vals.resize(targets.size());
+  req->remaining.store(static_cast<int>(targets.size()));
+  for (size_t part = 0; part < targets.size(); ++part) {
+    const std::vector<uint32_t>* positions =
+        req->positions.empty() ? nullptr : &req->positions[part];
+    shards_[targets[part]]->Enqueue([this, req, positions, part](ShardStore& store) {
+      RunPart(req, positions, static_cast<int>(part), store);
+    });
+  }
+}
+
+void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positions, int part,
+                              ShardStore& store) {
+  Status failed;
+  try {
+    size_t count = positions ? positions->size() : req->data.keys.size();
+    const bool push = req->meta.push, pull = req->meta.pull;
+    SArray<float>& out = req->part_vals[part];
+    for (size_t i = 0; i < count && failed.ok(); ++i) {
+      size_t p = positions ? (*positions)[i] : i;
+      Key key = req->data.keys[p];
+      ShardStore::Slot* slot = nullptr;
+      if (push) {
+        size_t begin = req->offsets.empty() ? p * req->width : req->offsets[p];
+        size_t len = req->offsets.empty() ? req->width : req->offsets[p + 1] - begin;
+        failed = store.Find(key, static_cast<uint32_t>(len), static_cast<uint32_t>(len), &slot);
+        if (failed.ok()) {
+          optimizer_->Update(slot->values, slot->state, req->data.vals.data() + begin, len,
+                             ++slot->steps);
+        }
+      } else {
+        failed = store.Find(key, 0, options_.default_length, &slot);
+      }
+      if (failed.ok() && pull) {
+        size_t at = out.size();
+        out.resize(at + slot->len);
+        std::memcpy(out.data() + at, slot->values, sizeof(float) * slot->len);
+        req->lens[p] = static_cast<int>(slot->len);
+      }
+    }
+  } catch (const std::exception& e) {
+    failed = Status::Internal(std::string("server failed: ") + e.what());
+  }
+  if (!failed.ok()) {
+    std::lock_guard<std::mutex> lock(req->status_mu);
+    if (req->status.ok()) req->status = failed;
+  }
+  // The part that brings the count to zero answers; acq_rel makes every other part's
+  // writes visible to it.
+  if (req->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish(req);
+}
+
+void OptimizerServer::Finish(Request* req) {
+  std::unique_ptr<Request> owned(req);
+  if (!req->status.ok()) {
+    server_->ResponseError(req->meta, req->status);
+  } else if (!req->meta.pull) {
+    server_->Response(req->meta);
+  } else {
+    KVPairs<float> res;
+    res.keys = req->data.keys;
+    res.lens = SArray<int>(req->lens);
+    if (req->positions.empty()) {
+      res.vals = req->part_vals[0];
+    } else {
+      // Parts hold their keys' values in their own order; lay them out in request order.
+      size_t n = req->data.keys.size();
+      std::vector<size_t> offsets = ValueOffsets(req->lens.data(), n);
+      res.vals.resize(offsets[n]);
+      for (size_t part = 0; part < req->positions.size(); ++part) {
+        const float* from = req->part_vals[part].data();
+        for (uint32_t p : req->positions[part]) {
+          size_t len = offsets[p + 1] - offsets[p];
+          std::memcpy(res.vals.data() + offsets[p], from, sizeof(float) * len);
+          from += len;
+        }
+      }
+    }
+    server_->Response(req->meta, res);
+  }
+  answered_.fetch_add(1, std::memory_order_relaxed);
+}
+
+size_t OptimizerServer::NumKeys() {
+  size_t total = 0;
+  for (auto& shard : shards_) shard->RunAndWait([&](ShardStore& s) { total += s.num_keys(); });
+  return total;
+}
+
+size_t OptimizerServer::PayloadBytes() {
+  size_t total = 0;
+  for (auto& shard : shards_) {
+    shard->RunAndWait([&](ShardStore& s) { total += s.payload_bytes(); });
+  }
+  return total;
+}
+
+}  // namespace ps

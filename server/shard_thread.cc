@@ -1,0 +1,44 @@
+#include "shard_thread.h"
+
+#include <glog/logging.h>
+
+#include <future>
+
+namespace ps {
+
+ShardThread::ShardThread(std::unique_ptr<ShardStore> store, size_t queue_capacity)
+    : store_(std::move(store)) {
+  queue_.set_capacity(static_cast<std::ptrdiff_t>(queue_capacity));
+  thread_ = std::thread([this] { Loop(); });
+}
+
+ShardThread::~ShardThread() {
+  queue_.push(Task());
+  thread_.join();
+}
+
+void ShardThread::Enqueue(Task task) { queue_.push(std::move(task)); }
+
+void ShardThread::RunAndWait(const Task& task) {
+  std::promise<void> done;
+  Enqueue([&](ShardStore& store) {
+    task(store);
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
+void ShardThread::Loop() {
+  for (;;) {
+    Task task;
+    queue_.pop(task);
+    if (!task) return;
+    try {
+      task(*store_);
+    } catch (const std::exception& e) {
+      LOG(ERROR) << "shard task threw: " << e.what();
+    }
+  }
+}
+
+}  // namespace ps
