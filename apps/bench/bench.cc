@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "node_memory.h"
+#include "optimizer_workload.h"
 #include "ps/ps.h"
 #include "raw_transport.h"
 
@@ -33,6 +34,8 @@ DEFINE_int32(max_requests, 20000, "cap on requests per point and transport");
 DEFINE_bool(csv, false,
             "print op,size,window,herdps_mbps,raw_mbps,ratio,... lines instead of a table");
 DEFINE_string(server_handle, "store", "server handle: store (by reference) or add (default)");
+DEFINE_string(workload, "kv",
+              "kv: push/pull against raw ZeroMQ; optimizer: server-side optimizer throughput");
 
 namespace {
 
@@ -267,8 +270,21 @@ int main(int argc, char* argv[]) {
     std::fprintf(stderr, "bench: --server_handle must be store or add\n");
     return 2;
   }
+  if (FLAGS_workload != "kv" && FLAGS_workload != "optimizer") {
+    std::fprintf(stderr, "bench: --workload must be kv or optimizer\n");
+    return 2;
+  }
   try {
     ps::Start(0, argv[0]);
+    if (FLAGS_workload == "optimizer") {
+      double rss_start = bench::CurrentRssMiB();
+      std::shared_ptr<void> servers;
+      if (ps::IsServer()) servers = bench::StartOptimizerServers();
+      int rc = ps::IsWorker() ? bench::RunOptimizerWorkload(FLAGS_csv) : 0;
+      ps::Finalize(0, true);
+      if (servers) bench::ReportOptimizerServerMemory(servers, rss_start);
+      return rc;
+    }
     std::unique_ptr<ps::KVServer<float>> server;
     bench::RawServer raw;
     double rss_start = bench::CurrentRssMiB();
