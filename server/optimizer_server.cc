@@ -3,17 +3,24 @@
 #include <glog/logging.h>
 #include <sched.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
 #include <thread>
 
+#include "checkpoint.h"
 #include "ps/internal/key_partition.h"
 #include "shard_thread.h"
 
 namespace ps {
 namespace {
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 int DefaultThreads() {
   if (const char* env = std::getenv("PS_SERVER_THREADS")) {
@@ -65,6 +72,16 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
         std::make_unique<ShardStore>(optimizer_.get(), options_.init),
         std::max<size_t>(options_.queue_capacity, 1)));
   }
+  if (!options_.checkpoint_dir.empty() && options_.resume) {
+    Status loaded = LoadCheckpoint(CheckpointPath());
+    if (loaded.ok()) {
+      LOG(INFO) << "resumed from " << CheckpointPath() << " at clock " << clock_.load();
+    } else if (loaded.code() != Status::Code::kNotFound) {
+      throw Error("OptimizerServer cannot resume: " + loaded.message());
+    }
+  }
+  last_checkpoint_clock_ = clock_.load();
+  last_checkpoint_time_ = NowSeconds();
   server_ = std::make_unique<KVServer<float>>(app_id);
   server_->set_request_handle(
       [this](const KVMeta& meta, const KVPairs<float>& data, KVServer<float>*) {
@@ -95,6 +112,7 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
     }
   }
   if (meta.pull) req->lens.assign(n, 0);
+  if (meta.push) clock_.fetch_add(1, std::memory_order_relaxed);
   int threads = static_cast<int>(shards_.size());
   std::vector<int> targets;
   if (threads == 1) {
@@ -120,6 +138,76 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
       RunPart(req, positions, static_cast<int>(part), store);
     });
   }
+  if (meta.push) MaybeCheckpoint();
+}
+
+void OptimizerServer::MaybeCheckpoint() {
+  if (options_.checkpoint_dir.empty()) return;
+  uint64_t clock = clock_.load();
+  bool due = (options_.checkpoint_every_pushes &&
+              clock - last_checkpoint_clock_ >= options_.checkpoint_every_pushes) ||
+             (options_.checkpoint_every_seconds > 0 &&
+              NowSeconds() - last_checkpoint_time_ >= options_.checkpoint_every_seconds);
+  if (!due) return;
+  last_checkpoint_clock_ = clock;
+  last_checkpoint_time_ = NowSeconds();
+  Status s = SaveCheckpoint();
+  if (!s.ok()) LOG(ERROR) << "periodic checkpoint failed: " << s;
+}
+
+std::string OptimizerServer::CheckpointPath() const {
+  return options_.checkpoint_dir + "/server-" + std::to_string(Postoffice::Get()->my_rank()) +
+         ".ckpt";
+}
+
+Status OptimizerServer::SaveCheckpoint() {
+  if (options_.checkpoint_dir.empty()) {
+    return Status::InvalidArgument("no checkpoint directory configured");
+  }
+  return SaveCheckpoint(CheckpointPath());
+}
+
+Status OptimizerServer::SaveCheckpoint(const std::string& path) {
+  CheckpointData data;
+  data.state_width = static_cast<uint32_t>(optimizer_->StateWidth());
+  data.optimizer = options_.optimizer.ToString();
+  // Each shard copies its keys after the work queued before this call, so the file is
+  // a consistent cut of every request taken so far.
+  data.clock = clock_.load();
+  for (auto& shard : shards_) {
+    shard->RunAndWait([&](ShardStore& store) { store.Snapshot(&data.records); });
+  }
+  return WriteCheckpoint(path, data);
+}
+
+Status OptimizerServer::LoadCheckpoint(const std::string& path) {
+  CheckpointData data;
+  Status s = ReadCheckpoint(path, &data);
+  if (!s.ok()) return s;
+  OptimizerOptions written;
+  s = OptimizerOptions::Parse(data.optimizer, &written);
+  if (!s.ok()) return Status::DataLoss("checkpoint " + path + ": " + s.message());
+  if (written.kind != options_.optimizer.kind ||
+      data.state_width != optimizer_->StateWidth()) {
+    return Status::InvalidArgument(
+        "checkpoint " + path + " was written by " + OptimizerName(written.kind) +
+        " and this server runs " + OptimizerName(options_.optimizer.kind));
+  }
+  int threads = static_cast<int>(shards_.size());
+  std::vector<std::vector<const CheckpointRecord*>> by_shard(threads);
+  for (const CheckpointRecord& r : data.records) by_shard[ShardOf(r.key, threads)].push_back(&r);
+  Status failed;
+  for (int t = 0; t < threads; ++t) {
+    shards_[t]->RunAndWait([&](ShardStore& store) {
+      for (const CheckpointRecord* r : by_shard[t]) {
+        Status rs = store.Restore(*r);
+        if (!rs.ok() && failed.ok()) failed = rs;
+      }
+    });
+  }
+  if (!failed.ok()) return Status(failed.code(), "checkpoint " + path + ": " + failed.message());
+  clock_.store(data.clock);
+  return Status::OK();
 }
 
 void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positions, int part,

@@ -58,4 +58,35 @@ Status ShardStore::Push(Key key, const float* g, uint32_t len) {
   return Status::OK();
 }
 
+void ShardStore::Snapshot(std::vector<CheckpointRecord>* out) const {
+  size_t width = optimizer_->StateWidth();
+  for (const auto& kv : slots_) {
+    CheckpointRecord r;
+    r.key = kv.first;
+    r.steps = kv.second.steps;
+    r.values.assign(kv.second.values, kv.second.values + kv.second.len);
+    r.state.assign(kv.second.state, kv.second.state + kv.second.len * width);
+    out->push_back(std::move(r));
+  }
+}
+
+Status ShardStore::Restore(const CheckpointRecord& record) {
+  uint32_t len = static_cast<uint32_t>(record.values.size());
+  if (len == 0 || record.state.size() != len * optimizer_->StateWidth()) {
+    return Status::DataLoss("checkpoint record of key " + std::to_string(record.key) +
+                            " does not fit this optimizer");
+  }
+  Slot* slot = nullptr;
+  Status s = Find(record.key, 0, len, &slot);
+  if (!s.ok()) return s;
+  if (slot->len != len) {
+    return Status::InvalidArgument("key " + std::to_string(record.key) + " already holds " +
+                                   std::to_string(slot->len) + " values");
+  }
+  std::memcpy(slot->values, record.values.data(), sizeof(float) * len);
+  std::memcpy(slot->state, record.state.data(), sizeof(float) * record.state.size());
+  slot->steps = record.steps;
+  return Status::OK();
+}
+
 }  // namespace ps

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "checkpoint.h"
 #include "ps/base.h"
 #include "ps/optimizer.h"
 #include "ps/status.h"
@@ -35,6 +36,11 @@ class ShardStore {
 
   // Applies one optimizer step with gradient g[0..len) to the key.
   Status Push(Key key, const float* g, uint32_t len);
+
+  // Appends every key's record (for checkpoints).
+  void Snapshot(std::vector<CheckpointRecord>* out) const;
+  // Sets a key to exactly the record's values, state and step count.
+  Status Restore(const CheckpointRecord& record);
 
   size_t num_keys() const { return slots_.size(); }
   // Bytes of values and optimizer state held (not counting the key table).

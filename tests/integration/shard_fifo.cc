@@ -21,6 +21,11 @@ DEFINE_int32(pushes, 3000, "asynchronous pushes per worker");
 DEFINE_int32(keys, 24, "keys per worker (spread over servers and shards)");
 DEFINE_int32(width, 3, "values per key");
 DEFINE_int32(threads, 2, "shard threads per server");
+DEFINE_string(checkpoint_dir, "", "servers resume from / save to this directory");
+DEFINE_bool(save_checkpoint, false, "servers save a checkpoint when the job ends");
+DEFINE_int32(skip_pushes, 0,
+             "the first N pushes are already in the servers' checkpoint: replay them locally "
+             "without sending");
 
 namespace {
 
@@ -55,7 +60,7 @@ int RunWorker() {
         g[k * FLAGS_width + j] = Gradient(seq, static_cast<int>(k), j);
       }
     }
-    ts.push_back(kv.ZPush(zkeys, g));
+    if (seq >= FLAGS_skip_pushes) ts.push_back(kv.ZPush(zkeys, g));
     for (size_t k = 0; k < keys.size(); ++k) {
       replay->Update(&w[k * FLAGS_width], &state[k * FLAGS_width], &g[k * FLAGS_width],
                      FLAGS_width, seq + 1);
@@ -87,10 +92,23 @@ int main(int argc, char* argv[]) {
     options.optimizer = Momentum();
     options.threads = FLAGS_threads;
     options.default_length = FLAGS_width;
-    server = std::make_unique<ps::OptimizerServer>(0, options);
+    options.checkpoint_dir = FLAGS_checkpoint_dir;
+    try {
+      server = std::make_unique<ps::OptimizerServer>(0, options);
+    } catch (const ps::Error& e) {
+      std::fprintf(stderr, "server: %s\n", e.what());
+      return 1;
+    }
   }
   int rc = ps::IsWorker() ? RunWorker() : 0;
   ps::Finalize(0, true);
+  if (server && FLAGS_save_checkpoint) {
+    ps::Status s = server->SaveCheckpoint();
+    std::printf("server %d: checkpoint %s at clock %llu: %s\n", ps::MyRank(),
+                server->CheckpointPath().c_str(),
+                static_cast<unsigned long long>(server->clock()), s.ToString().c_str());
+    if (!s.ok()) rc = 1;
+  }
   if (server) {
     std::printf("server %d: %d shard threads, %zu keys, %llu requests answered\n", ps::MyRank(),
                 server->num_threads(), server->NumKeys(),

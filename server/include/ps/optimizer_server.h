@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ps/kv_server.h"
@@ -36,6 +37,14 @@ struct OptimizerServerOptions {
   int threads = 0;
   uint32_t default_length = 1;     // values of a key first seen in a pull
   size_t queue_capacity = 4096;    // tasks waiting per shard before the receiver waits
+
+  // Checkpoints go to <checkpoint_dir>/server-<rank>.ckpt. With a directory set, a
+  // server that finds its file there at start resumes from it (unless resume is
+  // false), and saves periodically when either interval is non-zero.
+  std::string checkpoint_dir;
+  bool resume = true;
+  double checkpoint_every_seconds = 0;
+  uint64_t checkpoint_every_pushes = 0;
 };
 
 class OptimizerServer {
@@ -52,6 +61,20 @@ class OptimizerServer {
   size_t PayloadBytes();
   // Requests answered so far.
   uint64_t requests_answered() const { return answered_.load(); }
+  // Push requests taken so far, counting those restored from a checkpoint: the
+  // progress a checkpoint records.
+  uint64_t clock() const { return clock_.load(); }
+
+  // Saves the whole state (after the work queued before the call) to `path`, or to
+  // the configured directory. Errors name the file.
+  Status SaveCheckpoint(const std::string& path);
+  Status SaveCheckpoint();
+  // Replaces the state of the keys in the checkpoint by theirs. Refuses (DataLoss)
+  // corrupt or truncated files, and (InvalidArgument) a checkpoint written by another
+  // optimizer.
+  Status LoadCheckpoint(const std::string& path);
+  // <checkpoint_dir>/server-<rank>.ckpt
+  std::string CheckpointPath() const;
 
   // Which shard of `threads` owns `key`.
   static int ShardOf(Key key, int threads);
@@ -62,11 +85,16 @@ class OptimizerServer {
   void RunPart(Request* request, const std::vector<uint32_t>* positions, int part,
                ShardStore& store);
   void Finish(Request* request);
+  void MaybeCheckpoint();
 
   OptimizerServerOptions options_;
   std::unique_ptr<Optimizer> optimizer_;
   std::vector<std::unique_ptr<ShardThread>> shards_;
   std::atomic<uint64_t> answered_{0};
+  std::atomic<uint64_t> clock_{0};
+  // Periodic checkpoints; used on the receive thread only.
+  uint64_t last_checkpoint_clock_ = 0;
+  double last_checkpoint_time_ = 0;
   std::unique_ptr<KVServer<float>> server_;  // last: stops receiving before shards go
 };
 

@@ -1,0 +1,49 @@
+// Checkpoint files: a server's whole state (values, optimizer state, step counts, and
+// the progress it reached) in one file, written atomically and checked on reading.
+//
+// Layout (little-endian):
+//   "HERDPSCK"  u32 format version  u32 state width  u64 clock  u64 key count
+//   u32 length + bytes of the optimizer description (OptimizerOptions::ToString)
+//   per key: u64 key  u32 len  i64 steps  f32[len] values  f32[len * state width] state
+//   u64 FNV-1a checksum of everything before it
+//
+// Writing goes to "<path>.tmp", is fsync'ed, renamed over <path>, and the directory is
+// fsync'ed, so a crash leaves either the old file or the new one, never half of one.
+#ifndef HERDPS_SERVER_CHECKPOINT_H_
+#define HERDPS_SERVER_CHECKPOINT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ps/base.h"
+#include "ps/status.h"
+
+namespace ps {
+
+struct CheckpointRecord {
+  Key key = 0;
+  int64_t steps = 0;
+  std::vector<float> values;
+  std::vector<float> state;  // state_width * values.size()
+};
+
+struct CheckpointData {
+  static constexpr uint32_t kFormatVersion = 1;
+  uint32_t state_width = 0;
+  uint64_t clock = 0;     // progress the server reached (pushes applied)
+  std::string optimizer;  // OptimizerOptions::ToString() of the writer
+  std::vector<CheckpointRecord> records;
+};
+
+// Writes data to path atomically. Errors name the file and the failing step.
+Status WriteCheckpoint(const std::string& path, const CheckpointData& data);
+
+// Reads and verifies a checkpoint. A missing file is NotFound; a truncated, corrupt
+// or foreign file, or one of an unknown format version, is DataLoss naming the file
+// and what is wrong; `data` is then left unchanged.
+Status ReadCheckpoint(const std::string& path, CheckpointData* data);
+
+}  // namespace ps
+
+#endif  // HERDPS_SERVER_CHECKPOINT_H_
