@@ -156,6 +156,10 @@ Status Config::FromEnvironment(Config* c, const Getenv& getenv) {
     if (!(s = ParseInt("PS_RING_VIRTUAL_NODES", text, 1, 1 << 16, &v)).ok()) return s;
     cfg.ring_virtual_nodes = static_cast<int>(v);
   }
+  if ((text = Lookup(getenv, "PS_SERVER_THREADS", nullptr))) {
+    if (!(s = ParseInt("PS_SERVER_THREADS", text, 1, 1024, &v)).ok()) return s;
+    cfg.server_threads = static_cast<int>(v);
+  }
   if ((text = Lookup(getenv, "PS_START_TIMEOUT", nullptr))) {
     if (!(s = ParseInt("PS_START_TIMEOUT", text, 1, 1 << 24, &v)).ok()) return s;
     cfg.start_timeout_s = static_cast<int>(v);

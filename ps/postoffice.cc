@@ -14,6 +14,9 @@ namespace {
 // bytes; past that the sender is told the app is not running here.
 constexpr size_t kMaxEarlyMessages = 1 << 16;
 constexpr size_t kMaxEarlyBytes = size_t{1} << 30;
+// How long a request may wait for its app to start on this node before the sender is
+// told that it is not running here.
+constexpr std::chrono::seconds kEarlyMessageGrace(10);
 
 void InitLogging(const char* argv0) {
   if (google::IsGoogleLoggingInitialized()) return;
@@ -130,6 +133,7 @@ void Postoffice::Finalize(int customer_id, bool do_barrier) {
                    << " messages for apps that never started on this node were dropped";
       early_messages_.clear();
       early_bytes_ = 0;
+      has_early_ = false;
     }
   }
   scheduler_.reset();
@@ -209,15 +213,17 @@ void Postoffice::InstallNodeTable(const std::vector<Node>& nodes, int my_id) {
   state_cv_.notify_all();
   // Data that raced ahead of the node table can be delivered now.
   std::unique_lock<std::shared_mutex> dispatch_lock(dispatch_mu_);
-  std::deque<Message> early;
+  std::deque<EarlyMessage> early;
   early.swap(early_messages_);
   early_bytes_ = 0;
+  has_early_ = false;
   dispatch_lock.unlock();
-  for (Message& m : early) DispatchData(m);
+  for (EarlyMessage& m : early) DispatchData(m.msg);
 }
 
 void Postoffice::OnMessage(Message&& msg) {
   if (verbose() && !msg.meta.control.empty()) LOG(INFO) << "recv " << msg.DebugString();
+  if (has_early_.load(std::memory_order_relaxed)) ExpireEarlyMessages();
   if (msg.meta.control.empty()) {
     DispatchData(msg);
   } else {
@@ -304,7 +310,8 @@ void Postoffice::DispatchData(Message& msg) {
     size_t bytes = msg.DataBytes();
     if (early_messages_.size() < kMaxEarlyMessages && early_bytes_ + bytes <= kMaxEarlyBytes) {
       early_bytes_ += bytes;
-      early_messages_.push_back(std::move(msg));
+      early_messages_.push_back({std::move(msg), std::chrono::steady_clock::now()});
+      has_early_ = true;
       return true;
     }
     return false;
@@ -314,7 +321,8 @@ void Postoffice::DispatchData(Message& msg) {
     return;
   }
   if (!node_ids_.count(msg.meta.sender)) {
-    LOG(WARNING) << "data message from unknown node " << msg.meta.sender << " dropped";
+    LOG_IF(WARNING, stray_log_.ShouldLog())
+        << "data message from unknown node " << msg.meta.sender << " dropped";
     return;
   }
   // Requests go to the app's request handler, registered as (app_id, app_id) as in
@@ -326,14 +334,35 @@ void Postoffice::DispatchData(Message& msg) {
     return;
   }
   if (!msg.meta.request) {
-    LOG(WARNING) << "response for app " << msg.meta.app_id << " customer " << customer_id
-                 << ", which does not exist on this node, dropped";
+    LOG_IF(WARNING, stray_log_.ShouldLog())
+        << "response for app " << msg.meta.app_id << " customer " << customer_id
+        << ", which does not exist on this node, dropped";
     return;
   }
   Message copy = msg;
   if (!hold_early()) {
     ReplyError(copy, Status::NotFound("app " + std::to_string(copy.meta.app_id) +
                                       " is not running on node " + std::to_string(my_id())));
+  }
+}
+
+void Postoffice::ExpireEarlyMessages() {
+  if (!ready_.load(std::memory_order_acquire)) return;  // still joining: keep them
+  auto deadline = std::chrono::steady_clock::now() - kEarlyMessageGrace;
+  std::vector<Message> expired;
+  {
+    std::unique_lock<std::shared_mutex> lock(dispatch_mu_);
+    while (!early_messages_.empty() && early_messages_.front().arrived < deadline) {
+      early_bytes_ -= early_messages_.front().msg.DataBytes();
+      expired.push_back(std::move(early_messages_.front().msg));
+      early_messages_.pop_front();
+    }
+    has_early_ = !early_messages_.empty();
+  }
+  for (const Message& m : expired) {
+    if (!m.meta.request) continue;
+    ReplyError(m, Status::NotFound("app " + std::to_string(m.meta.app_id) +
+                                   " is not running on node " + std::to_string(my_id())));
   }
 }
 
@@ -351,17 +380,19 @@ void Postoffice::AddCustomer(Customer* customer) {
   customers_[key] = customer;
   // Deliver what arrived for it before it existed, in arrival order, before any new
   // message (the van thread waits on dispatch_mu_ meanwhile).
-  std::deque<Message> keep;
-  for (Message& m : early_messages_) {
+  std::deque<EarlyMessage> keep;
+  for (EarlyMessage& e : early_messages_) {
+    Message& m = e.msg;
     int cid = m.meta.request ? m.meta.app_id : m.meta.customer_id;
     if (m.meta.app_id == key.first && cid == key.second) {
       early_bytes_ -= m.DataBytes();
       customer->Accept(m);
     } else {
-      keep.push_back(std::move(m));
+      keep.push_back(std::move(e));
     }
   }
   early_messages_.swap(keep);
+  has_early_ = !early_messages_.empty();
 }
 
 void Postoffice::RemoveCustomer(Customer* customer) {

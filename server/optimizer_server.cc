@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "checkpoint.h"
-#include "ps/internal/key_partition.h"
+#include "ps/internal/kv_message.h"
 #include "shard_thread.h"
 
 namespace ps {
@@ -23,11 +23,8 @@ double NowSeconds() {
 }
 
 int DefaultThreads() {
-  if (const char* env = std::getenv("PS_SERVER_THREADS")) {
-    int n = std::atoi(env);
-    if (n >= 1 && n <= 1024) return n;
-    LOG(WARNING) << "PS_SERVER_THREADS='" << env << "' is not in [1, 1024]; ignored";
-  }
+  int configured = Postoffice::Get()->config().server_threads;
+  if (configured > 0) return configured;
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
   return std::max(1u, std::thread::hardware_concurrency());

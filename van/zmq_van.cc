@@ -217,10 +217,9 @@ Status ZmqVan::Send(const Message& msg) {
 }
 
 void ZmqVan::LogDropped(const std::string& reason) {
-  uint64_t n = dropped_messages_.fetch_add(1, std::memory_order_relaxed) + 1;
-  // A flood of garbage must not turn into a flood of log lines.
-  if (n <= 20 || n % 1000 == 0) {
-    LOG(WARNING) << "dropped malformed message (" << n << " so far): " << reason;
+  dropped_messages_.fetch_add(1, std::memory_order_relaxed);
+  if (drop_log_.ShouldLog()) {
+    LOG(WARNING) << "dropped malformed message (" << drop_log_.count() << " so far): " << reason;
   }
 }
 

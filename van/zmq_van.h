@@ -15,6 +15,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "ps/internal/log_limiter.h"
 #include "ps/internal/van.h"
 
 namespace ps {
@@ -61,6 +62,7 @@ class ZmqVan : public Van {
   std::shared_mutex peers_mu_;  // guards the map, not the peers' sockets
   std::unordered_map<int, std::shared_ptr<Peer>> peers_;
 
+  LogLimiter drop_log_;
   std::atomic<uint64_t> sent_messages_{0}, sent_bytes_{0}, received_messages_{0},
       received_bytes_{0}, dropped_messages_{0};
 };

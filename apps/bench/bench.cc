@@ -199,7 +199,7 @@ int RunDriver() {
     std::printf("%-9s %10s %6s %12s %12s %7s %11s %11s %11s %11s\n", "op", "size", "window",
                 "herdps MB/s", "raw MB/s", "ratio", "p50 us", "p99 us", "raw p50", "raw p99");
   }
-  ps::SArray<ps::Key> keys{42};
+  int failures = 0;
   for (const std::string& op : Split(FLAGS_ops)) {
     if (op != "push" && op != "pull" && op != "pushpull") {
       std::fprintf(stderr, "bench: unknown op '%s' (push, pull, pushpull)\n", op.c_str());
@@ -213,6 +213,8 @@ int RunDriver() {
         return 2;
       }
       ps::SArray<float> vals(size / sizeof(float), 1.0f);
+      // A key per size: a key keeps the length of its first push.
+      ps::SArray<ps::Key> keys{static_cast<ps::Key>(size)};
       // Pulls need the key to exist; with the add handle the values grow, harmlessly.
       kv.Wait(kv.ZPush(keys, vals));
       for (const std::string& window_text : Split(FLAGS_windows)) {
@@ -233,7 +235,7 @@ int RunDriver() {
               out->clear();
               return op == "pull" ? kv.ZPull(keys, out) : kv.ZPushPull(keys, vals, out);
             },
-            [&](int ts) { kv.Wait(ts); },
+            [&](int ts) { failures += !kv.Wait(ts).ok(); },
             [&]() -> int {
               raw.Send(raw_op, reinterpret_cast<const char*>(vals.data()), size);
               return 0;
@@ -252,6 +254,11 @@ int RunDriver() {
                       theirs.p99_us);
         }
         std::fflush(stdout);
+        if (failures) {
+          std::fprintf(stderr, "bench: %d HerdPS requests failed (see the log)\n", failures);
+          raw.Quit();
+          return 1;
+        }
       }
     }
   }

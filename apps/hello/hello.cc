@@ -31,16 +31,19 @@ int RunWorker() {
   for (int i = 0; i < FLAGS_keys; ++i) keys[i] = static_cast<ps::Key>(i) * 7919 + 1;
   std::vector<float> vals(keys.size() * FLAGS_values_per_key, static_cast<float>(rank + 1));
 
-  for (int r = 0; r < FLAGS_rounds; ++r) {
+  int rc = 0;
+  for (int r = 0; r < FLAGS_rounds && rc == 0; ++r) {
     // Push is asynchronous; Wait returns once every server involved acknowledged.
     ps::Status s = kv.Wait(kv.Push(keys, vals));
     if (!s.ok()) {
       std::fprintf(stderr, "push failed: %s\n", s.ToString().c_str());
-      return 1;
+      rc = 1;
     }
   }
-  // Every worker has pushed everything once all have passed this barrier.
+  // Every worker has pushed everything once all have passed this barrier. A worker
+  // whose push failed still comes here, so that the others are not left waiting.
   ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
+  if (rc) return rc;
 
   std::vector<float> pulled;
   ps::Status s = kv.Wait(kv.Pull(keys, &pulled));

@@ -21,6 +21,7 @@
 #include "ps/base.h"
 #include "ps/internal/customer.h"
 #include "ps/internal/kv_message.h"
+#include "ps/internal/log_limiter.h"
 #include "ps/internal/postoffice.h"
 #include "ps/kv_pairs.h"
 #include "ps/sarray.h"
@@ -34,8 +35,9 @@ class KVServer {
   using ReqHandle =
       std::function<void(const KVMeta& req_meta, const KVPairs<Val>& req_data, KVServer* server)>;
 
-  // Serves app_id. Requests that arrive before the handle is set are held and
-  // delivered, in order, once it is. Throws ps::Error before ps::Start.
+  // Serves app_id. Requests that arrive before the handle is set are held (see
+  // docs/architecture.md) and delivered, in order, once it is. set_request_handle
+  // throws ps::Error before ps::Start.
   explicit KVServer(int app_id)
       : app_id_(app_id),
         customer_(std::make_unique<Customer>(
@@ -107,15 +109,23 @@ class KVServer {
       s = Status::InvalidArgument("push without values");
     }
     if (!s.ok()) {
-      LOG(WARNING) << "rejected request " << msg.meta.timestamp << " from node "
-                   << msg.meta.sender << ": " << s.message();
+      LOG_IF(WARNING, reject_log_.ShouldLog())
+          << "rejected request " << msg.meta.timestamp << " from node " << msg.meta.sender
+          << ": " << s.message() << " (" << reject_log_.count() << " so far)";
       ResponseError(meta, Status::InvalidArgument("rejected by server: " + s.message()));
       return;
     }
-    request_handle_(meta, data, this);
+    try {
+      request_handle_(meta, data, this);
+    } catch (const std::exception& e) {
+      // The requester must not wait forever for a handle that gave up.
+      LOG(ERROR) << "request handle threw on request " << meta.timestamp << ": " << e.what();
+      ResponseError(meta, Status::Internal(std::string("server handle failed: ") + e.what()));
+    }
   }
 
   const int app_id_;
+  LogLimiter reject_log_;
   ReqHandle request_handle_;
   std::unique_ptr<Customer> customer_;  // last: destroyed first, so no handler runs after
 };

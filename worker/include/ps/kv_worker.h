@@ -35,6 +35,7 @@
 #include "ps/internal/customer.h"
 #include "ps/internal/key_partition.h"
 #include "ps/internal/kv_message.h"
+#include "ps/internal/log_limiter.h"
 #include "ps/internal/postoffice.h"
 #include "ps/kv_pairs.h"
 #include "ps/sarray.h"
@@ -168,6 +169,7 @@ class KVWorker {
   std::mutex mu_;  // guards pending_
   std::unordered_map<int, Pending> pending_;
   std::atomic<uint64_t> dropped_answers_{0};
+  LogLimiter failure_log_;
   std::unique_ptr<Customer> customer_;  // last: destroyed first, so no handler runs after
 };
 
@@ -330,7 +332,10 @@ void KVWorker<Val>::Finish(int timestamp, Pending& p) {
     if (s.ok()) s = Deliver(vals, lens, p.sink);
     if (!s.ok()) p.status = s;
   }
-  if (!p.status.ok()) LOG(WARNING) << "request " << timestamp << " failed: " << p.status;
+  if (!p.status.ok() && failure_log_.ShouldLog()) {
+    LOG(WARNING) << "request " << timestamp << " failed: " << p.status << " ("
+                 << failure_log_.count() << " failures so far)";
+  }
   if (p.cb) p.cb();
   customer_->FinishRequest(timestamp, p.status);
 }

@@ -24,14 +24,15 @@ struct Config {
   std::string transport = "tcp";        // PS_TRANSPORT: tcp | ipc
   int rank_hint = -1;                   // PS_RANK: the launcher's label for this node
   int ring_virtual_nodes = 128;         // PS_RING_VIRTUAL_NODES: ring points per server
+  int server_threads = 0;               // PS_SERVER_THREADS: shard threads; 0 = cores
   int start_timeout_s = 300;            // PS_START_TIMEOUT: seconds to wait for the job
   int64_t max_message_bytes = int64_t{4} << 30;  // PS_MAX_MESSAGE_BYTES
   bool verbose = false;                 // PS_VERBOSE: 1 logs every control message
 
   // Fills `config` from `getenv`. Each PS_* name also accepts its ps-lite DMLC_*
   // alias (DMLC_ROLE, DMLC_NUM_WORKER, DMLC_NUM_SERVER, DMLC_PS_ROOT_URI,
-  // DMLC_PS_ROOT_PORT, DMLC_NODE_HOST, DMLC_INTERFACE, DMLC_LOCAL for ipc); the PS_
-  // name wins when both are set. Returns InvalidArgument naming the variable and
+  // DMLC_PS_ROOT_PORT, DMLC_NODE_HOST, DMLC_INTERFACE, DMLC_NODE_PORT, DMLC_LOCAL=1 for
+  // ipc); the PS_ name wins when both are set. Returns InvalidArgument naming the variable and
   // the accepted values when one is missing or malformed.
   static Status FromEnvironment(Config* config,
                                 const std::function<const char*(const char*)>& getenv);

@@ -2,7 +2,9 @@
 // messages addressed to its (app_id, customer_id) and tracks its requests.
 //
 // Request tracking is bounded: a finished request is forgotten unless it failed, and
-// at most kMaxRememberedFailures failures are remembered until someone waits for them.
+// only the newest kMaxRememberedFailures failures are remembered (waiting on an older
+// failed request returns OK, so wait on a request before issuing thousands more if
+// its outcome matters).
 //
 // Thread safety: all methods are thread-safe. The receive handle runs on the van's
 // receive thread (or, for messages that arrived before the customer existed, on the

@@ -5,12 +5,20 @@
 #define PS_INTERNAL_KV_MESSAGE_H_
 
 #include <string>
+#include <vector>
 
 #include "ps/internal/message.h"
 #include "ps/kv_pairs.h"
 #include "ps/status.h"
 
 namespace ps {
+
+// Prefix sums of lens (size n+1): key i's values are [offsets[i], offsets[i+1]).
+inline std::vector<size_t> ValueOffsets(const int* lens, size_t n) {
+  std::vector<size_t> offsets(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) offsets[i + 1] = offsets[i] + static_cast<size_t>(lens[i]);
+  return offsets;
+}
 
 template <typename Val>
 void AppendKVPairs(const KVPairs<Val>& kvs, Message* msg) {

@@ -9,6 +9,7 @@
 #define PS_INTERNAL_POSTOFFICE_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -25,6 +26,7 @@
 #include "ps/internal/config.h"
 #include "ps/internal/consistent_hash_ring.h"
 #include "ps/internal/customer.h"
+#include "ps/internal/log_limiter.h"
 #include "ps/internal/message.h"
 #include "ps/internal/van.h"
 
@@ -88,6 +90,8 @@ class Postoffice {
   void HandleBarrierRelease(const Message& msg);
   void DispatchData(Message& msg);
   void ReplyError(const Message& request, const Status& status);
+  // Answers held requests whose app has not appeared within the grace period.
+  void ExpireEarlyMessages();
 
   Config config_;
   std::unique_ptr<Van> van_;
@@ -116,8 +120,14 @@ class Postoffice {
   // shared while a customer runs, so removing one waits for its handler to finish.
   std::shared_mutex dispatch_mu_;
   std::map<std::pair<int, int>, Customer*> customers_;
-  std::deque<Message> early_messages_;
+  struct EarlyMessage {
+    Message msg;
+    std::chrono::steady_clock::time_point arrived;
+  };
+  std::deque<EarlyMessage> early_messages_;
   size_t early_bytes_ = 0;  // payload bytes held in early_messages_
+  std::atomic<bool> has_early_{false};  // !early_messages_.empty(), readable unlocked
+  LogLimiter stray_log_;  // data from unknown nodes or for unknown customers
 };
 
 }  // namespace ps

@@ -54,8 +54,9 @@ class Van {
   // before the peer is up are queued. Re-connecting an id to a new endpoint replaces it.
   virtual Status Connect(int node_id, const std::string& endpoint) = 0;
 
-  // Sends msg to msg.meta.recipient. Data frames are sent without copying: the van
-  // keeps a reference to each buffer until the transport is done with it. Returns an
+  // Sends msg to msg.meta.recipient. Data frames of 4 KiB or more are sent without
+  // copying: the van keeps a reference to each buffer until the transport is done with
+  // it (smaller ones are copied, which is cheaper than that bookkeeping). Returns an
   // error for an unknown recipient or a transport failure. Thread-safe; concurrent
   // sends to different peers do not contend on a shared lock.
   virtual Status Send(const Message& msg) = 0;

@@ -9,6 +9,7 @@
 
 #include "ps/base.h"
 #include "ps/internal/consistent_hash_ring.h"
+#include "ps/internal/kv_message.h"
 #include "ps/kv_pairs.h"
 #include "ps/status.h"
 
@@ -29,13 +30,6 @@ KeyPartition PartitionKeys(const ConsistentHashRing& ring, int num_servers, cons
 // `need_vals` is false for pulls (their vals are the output).
 Status ValidateKVPairsShape(const char* what, const Key* keys, size_t num_keys, size_t num_vals,
                             const int* lens, size_t num_lens, bool need_vals);
-
-// Prefix sums of lens (size n+1): key i's values are [offsets[i], offsets[i+1]).
-inline std::vector<size_t> ValueOffsets(const int* lens, size_t n) {
-  std::vector<size_t> offsets(n + 1, 0);
-  for (size_t i = 0; i < n; ++i) offsets[i + 1] = offsets[i] + static_cast<size_t>(lens[i]);
-  return offsets;
-}
 
 // The part of `kvs` that `positions` selects (a deep copy of those keys and values).
 // `value_offsets` is ValueOffsets(kvs.lens) or empty when every key has `width` values.
