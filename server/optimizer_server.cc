@@ -63,6 +63,7 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
   if (!s.ok()) throw Error("OptimizerServer: " + s.message());
   if (options_.default_length == 0) throw Error("OptimizerServer: default_length must be >= 1");
   optimizer_ = Optimizer::Create(options_.optimizer);
+  num_workers_ = Postoffice::Get()->num_workers();
   int threads = options_.threads > 0 ? options_.threads : DefaultThreads();
   for (int t = 0; t < threads; ++t) {
     shards_.push_back(std::make_unique<ShardThread>(
@@ -94,6 +95,11 @@ OptimizerServer::~OptimizerServer() {
 
 void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
   size_t n = data.keys.size();
+  if (options_.sync_aggregation && meta.push && (meta.sender < 9 || meta.sender % 2 == 0)) {
+    server_->ResponseError(meta, Status::InvalidArgument(
+                                     "synchronous aggregation takes pushes from workers only"));
+    return;
+  }
   if (n == 0) {
     server_->Response(meta, KVPairs<float>());
     return;
@@ -221,10 +227,14 @@ void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positio
       if (push) {
         size_t begin = req->offsets.empty() ? p * req->width : req->offsets[p];
         size_t len = req->offsets.empty() ? req->width : req->offsets[p + 1] - begin;
-        failed = store.Find(key, static_cast<uint32_t>(len), static_cast<uint32_t>(len), &slot);
-        if (failed.ok()) {
-          optimizer_->Update(slot->values, slot->state, req->data.vals.data() + begin, len,
-                             ++slot->steps);
+        const float* g = req->data.vals.data() + begin;
+        if (options_.sync_aggregation) {
+          failed = store.Aggregate(key, g, static_cast<uint32_t>(len),
+                                   Postoffice::IDtoRank(req->meta.sender), num_workers_);
+          if (failed.ok() && pull) failed = store.Find(key, 0, 0, &slot);
+        } else {
+          failed = store.Find(key, static_cast<uint32_t>(len), static_cast<uint32_t>(len), &slot);
+          if (failed.ok()) optimizer_->Update(slot->values, slot->state, g, len, ++slot->steps);
         }
       } else {
         failed = store.Find(key, 0, options_.default_length, &slot);

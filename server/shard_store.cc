@@ -58,6 +58,55 @@ Status ShardStore::Push(Key key, const float* g, uint32_t len) {
   return Status::OK();
 }
 
+void ShardStore::AddToRound(Round* round, const float* g, uint32_t len, int worker,
+                            int num_workers, bool* complete) {
+  if (round->contributed.empty()) {
+    round->sum.assign(len, 0.0f);
+    round->contributed.assign(num_workers, false);
+  }
+  if (round->contributed[worker]) {
+    round->ahead.emplace_back(worker, std::vector<float>(g, g + len));
+    *complete = false;
+    return;
+  }
+  for (uint32_t i = 0; i < len; ++i) round->sum[i] += g[i];
+  round->contributed[worker] = true;
+  *complete = ++round->count == num_workers;
+}
+
+Status ShardStore::Aggregate(Key key, const float* g, uint32_t len, int worker,
+                             int num_workers) {
+  if (worker < 0 || worker >= num_workers) {
+    return Status::InvalidArgument("push from worker rank " + std::to_string(worker) +
+                                   " outside the job's " + std::to_string(num_workers));
+  }
+  Slot* slot = nullptr;
+  Status s = Find(key, len, len, &slot);  // creates the key and checks the length
+  if (!s.ok()) return s;
+  Round& round = rounds_[key];
+  bool complete = false;
+  AddToRound(&round, g, len, worker, num_workers, &complete);
+  while (complete) {
+    std::vector<float> mean(len);
+    for (uint32_t i = 0; i < len; ++i) mean[i] = round.sum[i] / static_cast<float>(num_workers);
+    optimizer_->Update(slot->values, slot->state, mean.data(), len, ++slot->steps);
+    // The next round starts with the pushes that were waiting for it, in order.
+    std::vector<std::pair<int, std::vector<float>>> ahead;
+    ahead.swap(round.ahead);
+    round.sum.assign(len, 0.0f);
+    round.contributed.assign(num_workers, false);
+    round.count = 0;
+    complete = false;
+    for (auto& [w, grad] : ahead) {
+      bool done = false;
+      AddToRound(&round, grad.data(), len, w, num_workers, &done);
+      complete = complete || done;
+    }
+  }
+  if (round.count == 0 && round.ahead.empty()) rounds_.erase(key);
+  return Status::OK();
+}
+
 void ShardStore::Snapshot(std::vector<CheckpointRecord>* out) const {
   size_t width = optimizer_->StateWidth();
   for (const auto& kv : slots_) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "checkpoint.h"
@@ -37,6 +38,14 @@ class ShardStore {
   // Applies one optimizer step with gradient g[0..len) to the key.
   Status Push(Key key, const float* g, uint32_t len);
 
+  // Synchronous aggregation: adds worker `worker`'s gradient to the key's current
+  // round; once all `num_workers` have contributed, applies one optimizer step with
+  // their mean and starts the next round. A worker that pushes again before the round
+  // is complete is ahead: its gradient waits for the next round (in order).
+  Status Aggregate(Key key, const float* g, uint32_t len, int worker, int num_workers);
+  // Keys with a round in progress (for tests and statistics).
+  size_t num_open_rounds() const { return rounds_.size(); }
+
   // Appends every key's record (for checkpoints).
   void Snapshot(std::vector<CheckpointRecord>* out) const;
   // Sets a key to exactly the record's values, state and step count.
@@ -50,8 +59,19 @@ class ShardStore {
  private:
   float* Allocate(size_t floats);
 
+  // A key's aggregation round in progress.
+  struct Round {
+    std::vector<float> sum;
+    std::vector<bool> contributed;  // by worker rank
+    int count = 0;
+    std::vector<std::pair<int, std::vector<float>>> ahead;  // pushes for later rounds
+  };
+  static void AddToRound(Round* round, const float* g, uint32_t len, int worker,
+                         int num_workers, bool* complete);
+
   const Optimizer* optimizer_;
   ValueInit init_;
+  std::unordered_map<Key, Round> rounds_;
   std::unordered_map<Key, Slot> slots_;
   // Arena: slots are carved from large chunks, so a small key costs no malloc.
   std::vector<std::unique_ptr<float[]>> chunks_;

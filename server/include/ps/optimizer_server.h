@@ -9,7 +9,8 @@
 //
 // Keys are created on first use: a push creates the key with the push's length, a
 // pull of an unknown key creates it with `default_length` values; both initialise
-// the values by `init`. A push whose length differs from the key's is refused with
+// the values by `init` (see OptimizerServerOptions for synchronous aggregation and
+// checkpoints). A push whose length differs from the key's is refused with
 // InvalidArgument (the other keys of that request on other shards may already be
 // updated; the error says which key).
 #ifndef PS_OPTIMIZER_SERVER_H_
@@ -36,6 +37,11 @@ struct OptimizerServerOptions {
   // Shard threads; 0 means PS_SERVER_THREADS, else the cores this process may use.
   int threads = 0;
   uint32_t default_length = 1;     // values of a key first seen in a pull
+  // Synchronous aggregation (for BSP): a key's pushes are summed per round, one from
+  // each worker, and the optimizer runs once per round with their mean. Pushes are
+  // acknowledged at once, never held back; a worker's second push to a key before the
+  // round is complete counts towards the next round.
+  bool sync_aggregation = false;
   size_t queue_capacity = 4096;    // tasks waiting per shard before the receiver waits
 
   // Checkpoints go to <checkpoint_dir>/server-<rank>.ckpt. With a directory set, a
@@ -92,6 +98,7 @@ class OptimizerServer {
   std::vector<std::unique_ptr<ShardThread>> shards_;
   std::atomic<uint64_t> answered_{0};
   std::atomic<uint64_t> clock_{0};
+  int num_workers_ = 0;
   // Periodic checkpoints; used on the receive thread only.
   uint64_t last_checkpoint_clock_ = 0;
   double last_checkpoint_time_ = 0;
