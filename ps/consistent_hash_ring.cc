@@ -2,21 +2,11 @@
 
 #include <algorithm>
 
+#include "ps/internal/hash.h"
+
 namespace ps {
-namespace {
 
-// SplitMix64's finaliser: a bijection on 64-bit values with good avalanche, so
-// consecutive keys land far apart on the ring.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
-uint64_t ConsistentHashRing::HashKey(Key key) { return Mix(key); }
+uint64_t ConsistentHashRing::HashKey(Key key) { return Mix64(key); }
 
 ConsistentHashRing::ConsistentHashRing(int num_servers, int virtual_nodes)
     : ConsistentHashRing(
@@ -36,7 +26,7 @@ ConsistentHashRing::ConsistentHashRing(const std::vector<int>& server_ranks, int
       // others join or leave. The distinct salt keeps point hashes unrelated to key
       // hashes.
       uint64_t seed = (static_cast<uint64_t>(rank) << 32) ^ static_cast<uint64_t>(v);
-      points_.emplace_back(Mix(Mix(seed) ^ 0x485244505352494eULL), rank);
+      points_.emplace_back(Mix64(Mix64(seed) ^ 0x485244505352494eULL), rank);
     }
   }
   std::sort(points_.begin(), points_.end());

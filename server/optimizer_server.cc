@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "checkpoint.h"
+#include "ps/internal/hash.h"
 #include "ps/internal/kv_message.h"
 #include "shard_thread.h"
 
@@ -49,12 +50,9 @@ struct OptimizerServer::Request {
 };
 
 int OptimizerServer::ShardOf(Key key, int threads) {
-  // A different mix from the ring's, so keys of one server spread over its shards.
-  uint64_t x = key ^ 0x6a09e667f3bcc909ULL;
-  x = (x ^ (x >> 33)) * 0xff51afd7ed558ccdULL;
-  x = (x ^ (x >> 33)) * 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return static_cast<int>(x % static_cast<uint64_t>(threads));
+  // Salted, so that the shard is independent of the ring's placement and the keys of
+  // one server spread evenly over its shards.
+  return static_cast<int>(Mix64(key ^ 0x6a09e667f3bcc909ULL) % static_cast<uint64_t>(threads));
 }
 
 OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& options)

@@ -2,19 +2,14 @@
 
 #include <cmath>
 
+#include "ps/internal/hash.h"
+
 namespace ps {
 namespace {
 
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 // A uniform double in (0, 1) from the counter (seed, key, i).
 double Uniform01(uint64_t seed, Key key, uint64_t i) {
-  uint64_t bits = Mix(Mix(seed ^ 0x5eed5eed5eed5eedULL) ^ Mix(key) ^ (i * 0x9e3779b97f4a7c15ULL));
+  uint64_t bits = Mix64(Mix64(seed ^ 0x5eed5eed5eed5eedULL) ^ Mix64(key) ^ (i * 0x9e3779b97f4a7c15ULL));
   return (static_cast<double>(bits >> 11) + 0.5) * (1.0 / 9007199254740992.0);
 }
 
