@@ -76,7 +76,7 @@ Status WriteCheckpoint(const std::string& path, const CheckpointData& data) {
   buf += data.optimizer;
   for (const CheckpointRecord& r : data.records) {
     if (r.state.size() != r.values.size() * data.state_width) {
-      return Status::Internal("checkpoint record of key " + std::to_string(r.key) +
+      return Status::InvalidArgument("checkpoint record of key " + std::to_string(r.key) +
                               " has state of the wrong size");
     }
     Put(&buf, r.key);
