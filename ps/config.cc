@@ -169,6 +169,9 @@ Status Config::FromEnvironment(Config* c, const Getenv& getenv) {
     cfg.max_message_bytes = v;
   }
   if ((text = Lookup(getenv, "PS_VERBOSE", nullptr))) cfg.verbose = std::string(text) != "0";
+  if ((text = Lookup(getenv, "PS_TUNE_MALLOC", nullptr))) {
+    cfg.tune_malloc = std::string(text) != "0";
+  }
   *c = cfg;
   return Status::OK();
 }

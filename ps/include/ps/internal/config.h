@@ -28,6 +28,9 @@ struct Config {
   int start_timeout_s = 300;            // PS_START_TIMEOUT: seconds to wait for the job
   int64_t max_message_bytes = int64_t{4} << 30;  // PS_MAX_MESSAGE_BYTES
   bool verbose = false;                 // PS_VERBOSE: 1 logs every control message
+  // PS_TUNE_MALLOC: 1 (default) makes glibc keep large freed buffers for reuse (see
+  // Postoffice::Start); 0 leaves malloc as the process configured it.
+  bool tune_malloc = true;
 
   // Fills `config` from `getenv`. Each PS_* name also accepts its ps-lite DMLC_*
   // alias (DMLC_ROLE, DMLC_NUM_WORKER, DMLC_NUM_SERVER, DMLC_PS_ROOT_URI,
