@@ -1,6 +1,7 @@
 // The update rules of the server-side optimizers (see ps/optimizer.h for the maths).
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "optimizer_rules.h"
 
@@ -73,13 +74,21 @@ class Rmsprop : public Optimizer {
 
 class Adam : public Optimizer {
  public:
-  Adam(const OptimizerOptions& o, bool amsgrad) : Optimizer(o), amsgrad_(amsgrad) {}
+  Adam(const OptimizerOptions& o, bool amsgrad) : Optimizer(o), amsgrad_(amsgrad) {
+    // Sparse keys each have their own step count, so the bias corrections are needed
+    // per key and per update; a table of the first steps spares two pow() calls each.
+    for (int64_t t = 1; t <= kTableSteps; ++t) {
+      bias1_.push_back(1 - std::pow(o.beta1, static_cast<double>(t)));
+      bias2_sqrt_.push_back(std::sqrt(1 - std::pow(o.beta2, static_cast<double>(t))));
+    }
+  }
   size_t StateWidth() const override { return amsgrad_ ? 3 : 2; }
   void Update(float* w, float* state, const float* g, size_t n, int64_t step) const override {
     const double b1 = options_.beta1, b2 = options_.beta2;
+    const bool tabled = step >= 1 && step <= kTableSteps;
     const double t = static_cast<double>(step);
-    const double bias1 = 1 - std::pow(b1, t);
-    const double bias2_sqrt = std::sqrt(1 - std::pow(b2, t));
+    const double bias1 = tabled ? bias1_[step - 1] : 1 - std::pow(b1, t);
+    const double bias2_sqrt = tabled ? bias2_sqrt_[step - 1] : std::sqrt(1 - std::pow(b2, t));
     const double step_size = options_.lr / bias1;
     float* m = state;
     float* v = state + n;
@@ -101,7 +110,9 @@ class Adam : public Optimizer {
   }
 
  private:
+  static constexpr int64_t kTableSteps = 4096;
   bool amsgrad_;
+  std::vector<double> bias1_, bias2_sqrt_;  // index t - 1
 };
 
 class Ftrl : public Optimizer {

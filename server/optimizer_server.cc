@@ -232,7 +232,7 @@ void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positio
           if (failed.ok() && pull) failed = store.Find(key, 0, 0, &slot);
         } else {
           failed = store.Find(key, static_cast<uint32_t>(len), static_cast<uint32_t>(len), &slot);
-          if (failed.ok()) optimizer_->Update(slot->values, slot->state, g, len, ++slot->steps);
+          if (failed.ok()) optimizer_->Update(slot->values, slot->state(), g, len, ++slot->steps);
         }
       } else {
         failed = store.Find(key, 0, options_.default_length, &slot);

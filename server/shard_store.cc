@@ -25,14 +25,13 @@ float* ShardStore::Allocate(size_t floats) {
 }
 
 Status ShardStore::Find(Key key, uint32_t want_len, uint32_t create_len, Slot** slot) {
-  auto it = slots_.find(key);
-  if (it != slots_.end()) {
-    if (want_len && it->second.len != want_len) {
+  if (Slot* found = slots_.Find(key)) {
+    if (want_len && found->len != want_len) {
       return Status::InvalidArgument("key " + std::to_string(key) + " holds " +
-                                     std::to_string(it->second.len) + " values, not " +
+                                     std::to_string(found->len) + " values, not " +
                                      std::to_string(want_len));
     }
-    *slot = &it->second;
+    *slot = found;
     return Status::OK();
   }
   uint32_t len = create_len;
@@ -41,12 +40,11 @@ Status ShardStore::Find(Key key, uint32_t want_len, uint32_t create_len, Slot** 
   float* mem = Allocate(len * (1 + width));
   Slot s;
   s.values = mem;
-  s.state = mem + len;
   s.len = len;
   init_.Fill(key, s.values, len);
-  std::memset(s.state, 0, sizeof(float) * len * width);
+  std::memset(s.state(), 0, sizeof(float) * len * width);
   payload_bytes_ += sizeof(float) * len * (1 + width);
-  *slot = &(slots_[key] = s);
+  *slot = slots_.Insert(key, s);
   return Status::OK();
 }
 
@@ -54,7 +52,7 @@ Status ShardStore::Push(Key key, const float* g, uint32_t len) {
   Slot* slot = nullptr;
   Status s = Find(key, len, len, &slot);
   if (!s.ok()) return s;
-  optimizer_->Update(slot->values, slot->state, g, len, ++slot->steps);
+  optimizer_->Update(slot->values, slot->state(), g, len, ++slot->steps);
   return Status::OK();
 }
 
@@ -89,7 +87,7 @@ Status ShardStore::Aggregate(Key key, const float* g, uint32_t len, int worker,
   while (complete) {
     std::vector<float> mean(len);
     for (uint32_t i = 0; i < len; ++i) mean[i] = round.sum[i] / static_cast<float>(num_workers);
-    optimizer_->Update(slot->values, slot->state, mean.data(), len, ++slot->steps);
+    optimizer_->Update(slot->values, slot->state(), mean.data(), len, ++slot->steps);
     // The next round starts with the pushes that were waiting for it, in order.
     std::vector<std::pair<int, std::vector<float>>> ahead;
     ahead.swap(round.ahead);
@@ -109,14 +107,14 @@ Status ShardStore::Aggregate(Key key, const float* g, uint32_t len, int worker,
 
 void ShardStore::Snapshot(std::vector<CheckpointRecord>* out) const {
   size_t width = optimizer_->StateWidth();
-  for (const auto& kv : slots_) {
+  slots_.ForEach([&](Key key, const Slot& slot) {
     CheckpointRecord r;
-    r.key = kv.first;
-    r.steps = kv.second.steps;
-    r.values.assign(kv.second.values, kv.second.values + kv.second.len);
-    r.state.assign(kv.second.state, kv.second.state + kv.second.len * width);
+    r.key = key;
+    r.steps = slot.steps;
+    r.values.assign(slot.values, slot.values + slot.len);
+    r.state.assign(slot.state(), slot.state() + slot.len * width);
     out->push_back(std::move(r));
-  }
+  });
 }
 
 Status ShardStore::Restore(const CheckpointRecord& record) {
@@ -133,7 +131,7 @@ Status ShardStore::Restore(const CheckpointRecord& record) {
                                    std::to_string(slot->len) + " values");
   }
   std::memcpy(slot->values, record.values.data(), sizeof(float) * len);
-  std::memcpy(slot->state, record.state.data(), sizeof(float) * record.state.size());
+  std::memcpy(slot->state(), record.state.data(), sizeof(float) * record.state.size());
   slot->steps = record.steps;
   return Status::OK();
 }

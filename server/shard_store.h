@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "checkpoint.h"
+#include "key_table.h"
 #include "ps/base.h"
 #include "ps/optimizer.h"
 #include "ps/status.h"
@@ -21,12 +22,7 @@ namespace ps {
 
 class ShardStore {
  public:
-  struct Slot {
-    float* values = nullptr;  // len floats
-    float* state = nullptr;   // StateWidth() * len floats, zero at creation
-    uint32_t len = 0;
-    int64_t steps = 0;        // optimizer steps applied to this key
-  };
+  using Slot = ps::Slot;
 
   ShardStore(const Optimizer* optimizer, const ValueInit& init)
       : optimizer_(optimizer), init_(init) {}
@@ -54,7 +50,6 @@ class ShardStore {
   size_t num_keys() const { return slots_.size(); }
   // Bytes of values and optimizer state held (not counting the key table).
   size_t payload_bytes() const { return payload_bytes_; }
-  const std::unordered_map<Key, Slot>& slots() const { return slots_; }
 
  private:
   float* Allocate(size_t floats);
@@ -72,7 +67,7 @@ class ShardStore {
   const Optimizer* optimizer_;
   ValueInit init_;
   std::unordered_map<Key, Round> rounds_;
-  std::unordered_map<Key, Slot> slots_;
+  KeyTable slots_;
   // Arena: slots are carved from large chunks, so a small key costs no malloc.
   std::vector<std::unique_ptr<float[]>> chunks_;
   std::vector<std::unique_ptr<float[]>> big_chunks_;
