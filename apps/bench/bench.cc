@@ -28,8 +28,9 @@
 DEFINE_string(sizes, "64,4096,65536,1048576,16777216", "value sizes in bytes, comma-separated");
 DEFINE_string(ops, "push,pull,pushpull", "operations to measure: push, pull, pushpull");
 DEFINE_string(windows, "1,8", "requests in flight, comma-separated (1 = one at a time)");
-DEFINE_double(seconds, 1.0, "measuring time per point and per transport");
-DEFINE_int32(rounds, 5, "alternating HerdPS / raw rounds per point");
+DEFINE_double(seconds, 1.5, "measuring time per point and per transport");
+DEFINE_int32(rounds, 7,
+             "alternating HerdPS / raw rounds per point; goodput is the median over rounds");
 DEFINE_int32(max_requests, 20000, "cap on requests per point and transport");
 DEFINE_bool(csv, false,
             "print op,size,window,herdps_mbps,raw_mbps,ratio,... lines instead of a table");
@@ -66,14 +67,21 @@ double Percentile(std::vector<double> v, double q) {
 
 // Accumulates one transport's requests over several rounds.
 struct Tally {
-  double bytes = 0;
-  double seconds = 0;
+  double bytes = 0;    // of the round in progress
+  double seconds = 0;  // of the round in progress
   int requests = 0;
+  std::vector<double> round_mbps;
   std::vector<double> latencies_us;
+  void EndRound() {
+    round_mbps.push_back(seconds > 0 ? bytes / seconds / 1e6 : 0);
+    bytes = seconds = 0;
+  }
+  // Goodput is the median over rounds: a stall of the shared machine during one
+  // round does not decide the figure.
   Result Summary() const {
     Result r;
     r.requests = requests;
-    r.mbps = seconds > 0 ? bytes / seconds / 1e6 : 0;
+    r.mbps = Percentile(round_mbps, 0.5);
     r.p50_us = Percentile(latencies_us, 0.5);
     r.p99_us = Percentile(latencies_us, 0.99);
     return r;
@@ -120,7 +128,9 @@ std::pair<Result, Result> MeasurePair(uint64_t size, int window, IssueA issue_a,
   int cap = std::max(1, FLAGS_max_requests / rounds);
   for (int r = 0; r < rounds; ++r) {
     MeasureRound(size, window, seconds, cap, issue_a, complete_a, &a);
+    a.EndRound();
     MeasureRound(size, window, seconds, cap, issue_b, complete_b, &b);
+    b.EndRound();
   }
   return {a.Summary(), b.Summary()};
 }
