@@ -116,11 +116,12 @@ Status WriteCheckpoint(const std::string& path, const CheckpointData& data) {
   }
   // The rename is durable only once the directory entry is.
   std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
-  int dfd = ::open(dir.empty() ? "/" : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  if (dir.empty()) dir = "/";
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return IoError("checkpoint written but cannot open its directory", dir);
+  int synced = ::fsync(dfd);
+  ::close(dfd);
+  if (synced != 0) return IoError("checkpoint written but cannot fsync its directory", dir);
   return Status::OK();
 }
 

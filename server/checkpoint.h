@@ -1,7 +1,7 @@
 // Checkpoint files: a server's whole state (values, optimizer state, step counts, and
 // the progress it reached) in one file, written atomically and checked on reading.
 //
-// Layout (little-endian):
+// Layout (host byte order: little-endian on x86-64 and ARM64):
 //   "HERDPSCK"  u32 format version  u32 state width  u64 clock  u64 key count
 //   u32 length + bytes of the optimizer description (OptimizerOptions::ToString)
 //   per key: u64 key  u32 len  i64 steps  f32[len] values  f32[len * state width] state

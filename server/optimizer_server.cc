@@ -96,11 +96,25 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
   if (options_.sync_aggregation && meta.push && (meta.sender < 9 || meta.sender % 2 == 0)) {
     server_->ResponseError(meta, Status::InvalidArgument(
                                      "synchronous aggregation takes pushes from workers only"));
+    answered_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   if (n == 0) {
     server_->Response(meta, KVPairs<float>());
+    answered_.fetch_add(1, std::memory_order_relaxed);
     return;
+  }
+  if (meta.push) {
+    // A key pushed without values would open an empty aggregation round or count an
+    // optimizer step that moved nothing; refuse before any part is applied.
+    bool empty = data.lens.empty() ? data.vals.empty() : false;
+    for (size_t i = 0; i < data.lens.size() && !empty; ++i) empty = data.lens[i] == 0;
+    if (empty) {
+      Status refused = Status::InvalidArgument("push with a key that has no values");
+      server_->ResponseError(meta, refused);
+      answered_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
   }
   auto* req = new Request;
   req->meta = meta;

@@ -48,14 +48,6 @@ Status ShardStore::Find(Key key, uint32_t want_len, uint32_t create_len, Slot** 
   return Status::OK();
 }
 
-Status ShardStore::Push(Key key, const float* g, uint32_t len) {
-  Slot* slot = nullptr;
-  Status s = Find(key, len, len, &slot);
-  if (!s.ok()) return s;
-  optimizer_->Update(slot->values, slot->state(), g, len, ++slot->steps);
-  return Status::OK();
-}
-
 void ShardStore::AddToRound(Round* round, const float* g, uint32_t len, int worker,
                             int num_workers, bool* complete) {
   if (round->contributed.empty()) {

@@ -31,9 +31,6 @@ class ShardStore {
   // else InvalidArgument; an absent one is created with `create_len` initialised values.
   Status Find(Key key, uint32_t want_len, uint32_t create_len, Slot** slot);
 
-  // Applies one optimizer step with gradient g[0..len) to the key.
-  Status Push(Key key, const float* g, uint32_t len);
-
   // Synchronous aggregation: adds worker `worker`'s gradient to the key's current
   // round; once all `num_workers` have contributed, applies one optimizer step with
   // their mean and starts the next round. A worker that pushes again before the round

@@ -97,6 +97,7 @@ int RunOptimizerWorkload(bool csv) {
     }
   }
   std::vector<double> rate_of(configs.size(), 0);
+  int failures = 0;
   for (size_t c = 0; c < configs.size(); ++c) {
     ps::KVWorker<float> kv(static_cast<int>(c) + 1, 0);
     ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
@@ -114,7 +115,7 @@ int RunOptimizerWorkload(bool csv) {
         ++pushes;
         continue;
       }
-      kv.Wait(in_flight.front());
+      failures += !kv.Wait(in_flight.front()).ok();
       in_flight.pop_front();
     }
     double secs = std::chrono::duration<double>(Clock::now() - start).count();
@@ -139,6 +140,10 @@ int RunOptimizerWorkload(bool csv) {
                   configs[c].threads, total[0], speedup, total[1]);
     }
     std::fflush(stdout);
+  }
+  if (failures) {
+    std::fprintf(stderr, "bench: %d pushes failed (see the log)\n", failures);
+    return 1;
   }
   return 0;
 }
