@@ -32,8 +32,10 @@ Status ValidateKVPairsShape(const char* what, const Key* keys, size_t num_keys, 
     }
     size_t sum = 0;
     for (size_t i = 0; i < num_lens; ++i) {
-      if (lens[i] < 0) {
-        return Status::InvalidArgument(call + ": lens[" + std::to_string(i) + "] is negative");
+      if (lens[i] <= 0) {
+        return Status::InvalidArgument(call + ": lens[" + std::to_string(i) + "] is " +
+                                       std::to_string(lens[i]) +
+                                       "; every pushed key needs at least one value");
       }
       sum += static_cast<size_t>(lens[i]);
     }
@@ -46,6 +48,10 @@ Status ValidateKVPairsShape(const char* what, const Key* keys, size_t num_keys, 
   if (num_keys == 0) {
     if (num_vals) return Status::InvalidArgument(call + ": values without keys");
     return Status::OK();
+  }
+  if (num_vals == 0) {
+    return Status::InvalidArgument(call + ": no values for " + std::to_string(num_keys) +
+                                   " keys");
   }
   if (num_vals % num_keys != 0) {
     return Status::InvalidArgument(call + ": " + std::to_string(num_vals) +

@@ -154,8 +154,17 @@ TEST(ValidateKVPairsShape, AcceptsSortedKeysWithTheSameNumberOfValuesEach) {
 }
 
 TEST(ValidateKVPairsShape, AcceptsLensThatAddUpToTheValues) {
-  EXPECT_TRUE(Validate({1, 5, 9}, 5, {2, 0, 3}).ok());
-  EXPECT_TRUE(Validate({1, 5}, 0, {0, 0}).ok());
+  EXPECT_TRUE(Validate({1, 5, 9}, 6, {2, 1, 3}).ok());
+  EXPECT_TRUE(Validate({1, 5}, 2, {1, 1}).ok());
+}
+
+TEST(ValidateKVPairsShape, RejectsAPushedKeyWithoutValues) {
+  Status s = Validate({1, 5, 9}, 5, {2, 0, 3});
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_TRUE(Contains(s, "lens[1] is 0")) << s;
+  s = Validate({1, 5}, 0, {});
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_TRUE(Contains(s, "no values")) << s;
 }
 
 TEST(ValidateKVPairsShape, AcceptsAPullWhoseValuesAreTheOutput) {
@@ -201,7 +210,7 @@ TEST(ValidateKVPairsShape, RejectsLensThatDoNotAddUpToTheValues) {
 TEST(ValidateKVPairsShape, RejectsNegativeLens) {
   Status s = Validate({1, 5, 9}, 2, {2, -1, 1});
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(s, "lens[1] is negative")) << s;
+  EXPECT_TRUE(Contains(s, "lens[1] is -1")) << s;
 }
 
 TEST(ValidateKVPairsShape, RejectsValuesThatDoNotDivideEvenlyOverTheKeys) {
