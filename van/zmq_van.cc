@@ -39,10 +39,11 @@ void ReleaseFrame(void* /*data*/, void* hint) { delete static_cast<SArray<char>*
 // a frame that is not aligned so (tiny frames live inside the message struct) is
 // copied so that typed views of it stay legal.
 constexpr uintptr_t kFrameAlignment = 8;
-SArray<char> AdoptFrame(zmq_msg_t* msg) {
+SArray<char> AdoptFrame(zmq_msg_t* msg, std::atomic<uint64_t>* copied_bytes) {
   char* data = static_cast<char*>(zmq_msg_data(msg));
   size_t size = zmq_msg_size(msg);
   if (size == 0 || reinterpret_cast<uintptr_t>(data) % kFrameAlignment != 0) {
+    copied_bytes->fetch_add(size, std::memory_order_relaxed);
     SArray<char> copy;
     copy.CopyFrom(data, size);
     zmq_msg_close(msg);
@@ -280,7 +281,7 @@ void ZmqVan::ReceiveLoop() {
     }
     zmq_msg_close(frames[0]), delete frames[0];
     zmq_msg_close(frames[1]), delete frames[1];
-    for (size_t i = 2; i < frames.size(); ++i) msg.data.push_back(AdoptFrame(frames[i]));
+    for (size_t i = 2; i < frames.size(); ++i) msg.data.push_back(AdoptFrame(frames[i], &received_copied_bytes_));
     frames.clear();
     received_messages_.fetch_add(1, std::memory_order_relaxed);
     received_bytes_.fetch_add(total, std::memory_order_relaxed);
@@ -325,6 +326,7 @@ VanStats ZmqVan::stats() const {
   s.received_messages = received_messages_.load();
   s.received_bytes = received_bytes_.load();
   s.dropped_messages = dropped_messages_.load();
+  s.received_copied_bytes = received_copied_bytes_.load();
   return s;
 }
 

@@ -64,7 +64,7 @@ class ZmqVan : public Van {
 
   LogLimiter drop_log_;
   std::atomic<uint64_t> sent_messages_{0}, sent_bytes_{0}, received_messages_{0},
-      received_bytes_{0}, dropped_messages_{0};
+      received_bytes_{0}, dropped_messages_{0}, received_copied_bytes_{0};
 };
 
 }  // namespace ps

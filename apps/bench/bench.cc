@@ -127,10 +127,16 @@ std::pair<Result, Result> MeasurePair(uint64_t size, int window, IssueA issue_a,
   double seconds = FLAGS_seconds / rounds;
   int cap = std::max(1, FLAGS_max_requests / rounds);
   for (int r = 0; r < rounds; ++r) {
-    MeasureRound(size, window, seconds, cap, issue_a, complete_a, &a);
-    a.EndRound();
-    MeasureRound(size, window, seconds, cap, issue_b, complete_b, &b);
-    b.EndRound();
+    // Alternate which goes first, so neither always follows the other.
+    for (int turn = 0; turn < 2; ++turn) {
+      if ((turn == 0) == (r % 2 == 0)) {
+        MeasureRound(size, window, seconds, cap, issue_a, complete_a, &a);
+        a.EndRound();
+      } else {
+        MeasureRound(size, window, seconds, cap, issue_b, complete_b, &b);
+        b.EndRound();
+      }
+    }
   }
   return {a.Summary(), b.Summary()};
 }
@@ -176,9 +182,12 @@ struct StoreHandle {
 void PrintMemory(const char* who, double rss_start) {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
+  ps::VanStats van = ps::Postoffice::Get()->van()->stats();
   std::printf(
-      "# memory %s: peak_rss_mib=%.1f rss_start_mib=%.1f rss_end_mib=%.1f minor_faults=%ld\n",
-      who, bench::PeakRssMiB(), rss_start, bench::CurrentRssMiB(), usage.ru_minflt);
+      "# memory %s: peak_rss_mib=%.1f rss_start_mib=%.1f rss_end_mib=%.1f minor_faults=%ld "
+      "received_mib=%.1f received_copied_mib=%.3f\n",
+      who, bench::PeakRssMiB(), rss_start, bench::CurrentRssMiB(), usage.ru_minflt,
+      van.received_bytes / 1048576.0, van.received_copied_bytes / 1048576.0);
 }
 
 int RunDriver() {

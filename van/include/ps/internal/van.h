@@ -33,6 +33,9 @@ struct VanStats {
   uint64_t received_messages = 0;
   uint64_t received_bytes = 0;
   uint64_t dropped_messages = 0;  // malformed input that was rejected
+  // Received payload bytes that had to be copied for alignment (tiny frames only,
+  // normally: large frames are handed over without a copy).
+  uint64_t received_copied_bytes = 0;
 };
 
 class Van {
