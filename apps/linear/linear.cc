@@ -1,0 +1,50 @@
+// linear: distributed minibatch logistic regression. Workers compute gradients of the
+// mean log-loss on their block of the training data; servers run the optimizer.
+//
+//   tracker/launch -n 4 -s 2 -- build/apps/linear --epochs 20 --metrics_csv m.csv
+//
+// Without --train it trains on the bundled HMDA mortgage-denial data (label `deny`).
+// Keys: CSV feature i (columns in order, label left out) is key i, a libsvm feature
+// keeps its file index, and the bias is the largest feature key + 1.
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <stdexcept>
+
+#include "dataset.h"
+#include "ps/optimizer_server.h"
+#include "ps/ps.h"
+#include "trainer.h"
+#include "training_options.h"
+
+int main(int argc, char* argv[]) {
+  gflags::SetUsageMessage(
+      "distributed logistic regression (run under tracker/launch; see --helpon=training_options)");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  ps::OptimizerServerOptions server_options;
+  try {
+    server_options = linear::ServerOptionsFromFlags();
+    linear::ValidateTrainingFlags();
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "linear: %s\n", e.what());
+    return 2;
+  }
+  try {
+    ps::Start(0, argv[0]);
+    std::unique_ptr<ps::OptimizerServer> server;
+    if (ps::IsServer()) server = std::make_unique<ps::OptimizerServer>(0, server_options);
+    int rc = 0;
+    if (ps::IsWorker()) {
+      linear::TrainingData data = linear::LoadTrainingData(ps::MyRank(), ps::NumWorkers());
+      rc = linear::RunWorker(data);
+    }
+    ps::Finalize(0, true);
+    return rc;
+  } catch (const std::exception& e) {
+    // Bad data or a failed request: say so and stop this node at once; the launcher
+    // then stops the others.
+    std::fprintf(stderr, "linear: %s\n", e.what());
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+}

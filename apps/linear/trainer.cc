@@ -1,0 +1,230 @@
+#include "trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "csv_reader.h"
+#include "data_error.h"
+#include "libsvm_reader.h"
+#include "logistic.h"
+#include "metrics.h"
+#include "partition.h"
+#include "ps/ps.h"
+#include "split.h"
+#include "standardizer.h"
+#include "training_options.h"
+
+namespace linear {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string FormatOf(const std::string& path) {
+  if (!FLAGS_format.empty()) return FLAGS_format;
+  return EndsWith(path, ".csv") ? "csv" : "libsvm";
+}
+
+Dataset Read(const std::string& path, uint64_t max_features) {
+  if (FormatOf(path) == "csv") {
+    std::string label = FLAGS_label_column;
+    if (label.empty() && path == FLAGS_train && EndsWith(path, "hmda.csv")) label = "deny";
+    return ReadCsv(path, label);
+  }
+  return ReadLibsvm(path, max_features);
+}
+
+// Weights of `keys` pulled from the servers (created there on first use).
+std::vector<float> PullWeights(ps::KVWorker<float>* kv, const ps::SArray<ps::Key>& keys) {
+  ps::SArray<float> w;
+  ps::Status s = kv->Wait(kv->ZPull(keys, &w));
+  if (!s.ok()) throw std::runtime_error("pull failed: " + s.ToString());
+  return std::vector<float>(w.begin(), w.end());
+}
+
+struct Evaluation {
+  double train_loss = NAN, test_loss = NAN, accuracy = NAN, auc = NAN;
+};
+
+// Loss of the whole model on the full training set (the objective: mean log-loss plus
+// reg_l2/2 ||w||^2), and loss, accuracy and AUC on the test set.
+Evaluation Evaluate(ps::KVWorker<float>* kv, const TrainingData& data) {
+  ps::SArray<ps::Key> all(data.num_features + 1);
+  for (uint64_t k = 0; k <= data.num_features; ++k) all[k] = k;
+  std::vector<float> pulled = PullWeights(kv, all);
+  std::vector<double> w(pulled.begin(), pulled.end() - 1);
+  double bias = pulled.back();
+  Evaluation e;
+  std::vector<double> probs;
+  Predict(data.train, w, bias, &probs);
+  double penalty = 0;
+  for (double x : w) penalty += x * x;
+  e.train_loss = LogLoss(data.train.labels, probs) + 0.5 * FLAGS_reg_l2 * penalty;
+  if (data.test.rows() > 0) {
+    Predict(data.test, w, bias, &probs);
+    e.test_loss = LogLoss(data.test.labels, probs);
+    e.accuracy = Accuracy(data.test.labels, probs);
+    e.auc = Auc(data.test.labels, probs);
+  }
+  return e;
+}
+
+void SaveModel(ps::KVWorker<float>* kv, const TrainingData& data, const std::string& path) {
+  ps::SArray<ps::Key> all(data.num_features + 1);
+  for (uint64_t k = 0; k <= data.num_features; ++k) all[k] = k;
+  std::vector<float> w = PullWeights(kv, all);
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) throw std::runtime_error("cannot write the model to " + path);
+  for (uint64_t k = 0; k <= data.num_features; ++k) {
+    std::fprintf(f, "%llu %.9g\n", static_cast<unsigned long long>(k), static_cast<double>(w[k]));
+  }
+  if (std::fclose(f) != 0) throw std::runtime_error("cannot write the model to " + path);
+}
+
+// One step: pull the weights of the batch's features, push the batch's mean gradient.
+void Step(ps::KVWorker<float>* kv, const TrainingData& data, const size_t* rows, size_t n,
+          std::vector<int64_t>* position) {
+  const Dataset& d = data.train;
+  // The batch's feature keys, sorted, then the bias.
+  std::vector<uint64_t> touched;
+  for (size_t r = 0; r < n; ++r) {
+    size_t row = rows[r];
+    for (uint64_t j = d.row_offsets[row]; j < d.row_offsets[row + 1]; ++j) {
+      uint64_t f = d.indices[j];
+      if ((*position)[f] < 0) {
+        (*position)[f] = 0;
+        touched.push_back(f);
+      }
+    }
+  }
+  std::sort(touched.begin(), touched.end());
+  ps::SArray<ps::Key> keys(touched.size() + 1);
+  for (size_t i = 0; i < touched.size(); ++i) {
+    keys[i] = touched[i];
+    (*position)[touched[i]] = static_cast<int64_t>(i);
+  }
+  keys[touched.size()] = data.bias_key();
+  std::vector<float> w = PullWeights(kv, keys);
+  std::vector<double> grad(keys.size(), 0.0);
+  const size_t b = touched.size();
+  for (size_t r = 0; r < n; ++r) {
+    size_t row = rows[r];
+    double z = w[b];
+    for (uint64_t j = d.row_offsets[row]; j < d.row_offsets[row + 1]; ++j) {
+      z += w[(*position)[d.indices[j]]] * static_cast<double>(d.values[j]);
+    }
+    double err = Sigmoid(z) - d.labels[row];
+    for (uint64_t j = d.row_offsets[row]; j < d.row_offsets[row + 1]; ++j) {
+      grad[(*position)[d.indices[j]]] += err * d.values[j];
+    }
+    grad[b] += err;
+  }
+  ps::SArray<float> g(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    double mean = grad[i] / static_cast<double>(n);
+    if (i < b) mean += FLAGS_reg_l2 * w[i];  // L2 on the weights, not the bias
+    g[i] = static_cast<float>(mean);
+  }
+  for (uint64_t f : touched) (*position)[f] = -1;
+  ps::Status s = kv->Wait(kv->ZPush(keys, g));
+  if (!s.ok()) throw std::runtime_error("push failed: " + s.ToString());
+}
+
+}  // namespace
+
+TrainingData LoadTrainingData(int rank, int num_workers) {
+  TrainingData data;
+  Dataset all = Read(FLAGS_train, 0);
+  if (all.rows() == 0) throw DataError(FLAGS_train + ": no examples");
+  if (FLAGS_test.empty()) {
+    SplitTrainTest(all, FLAGS_test_fraction, FLAGS_seed, &data.train, &data.test);
+  } else {
+    data.train = std::move(all);
+    data.test = Read(FLAGS_test, data.train.num_features);
+  }
+  data.num_features = std::max(data.train.num_features, data.test.num_features);
+  if (FormatOf(FLAGS_train) == "csv" && FLAGS_standardize) {
+    Standardizer s = Standardizer::Fit(data.train);
+    s.Apply(&data.train);
+    if (data.test.rows() > 0) s.Apply(&data.test);
+  }
+  data.my_rows = PartitionRows(data.train.rows(), num_workers, rank);
+  return data;
+}
+
+int RunWorker(const TrainingData& data) {
+  ps::KVWorker<float> kv(0, 0);
+  const int rank = ps::MyRank();
+  const bool lead = rank == 0;
+  std::FILE* metrics = nullptr;
+  if (lead && !FLAGS_metrics_csv.empty()) {
+    metrics = std::fopen(FLAGS_metrics_csv.c_str(), "w");
+    if (!metrics) throw std::runtime_error("cannot write metrics to " + FLAGS_metrics_csv);
+    std::fprintf(metrics, "epoch,wall_seconds,train_loss,test_loss,accuracy,auc\n");
+  }
+  if (lead) {
+    std::printf(
+        "training on %zu examples (%zu held out), %llu features, %d workers, "
+        "batch %d, %s lr=%g\n",
+        data.train.rows(), data.test.rows(), static_cast<unsigned long long>(data.num_features),
+        ps::NumWorkers(), FLAGS_batch_size, FLAGS_optimizer.c_str(), FLAGS_lr);
+  }
+  std::vector<int64_t> position(data.num_features + 1, -1);
+  const size_t local = data.my_rows.size();
+  const size_t batch = FLAGS_batch_size == 0 ? local : static_cast<size_t>(FLAGS_batch_size);
+  auto start = Clock::now();
+  Evaluation last;
+  for (int epoch = 1; epoch <= FLAGS_epochs; ++epoch) {
+    auto epoch_start = Clock::now();
+    auto next_report = epoch_start + std::chrono::seconds(2);
+    for (size_t at = 0; at < local; at += batch) {
+      Step(&kv, data, data.my_rows.data() + at, std::min(batch, local - at), &position);
+      if (lead && Clock::now() >= next_report) {  // progress inside long epochs
+        std::printf("epoch %d: %3.0f%% of local data\n", epoch, 100.0 * (at + batch) / local);
+        std::fflush(stdout);
+        next_report = Clock::now() + std::chrono::seconds(2);
+      }
+    }
+    bool evaluate = epoch % FLAGS_eval_every == 0 || epoch == FLAGS_epochs;
+    if (!evaluate) continue;
+    // Evaluate the model all workers reached at the end of this epoch.
+    ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
+    if (lead) {
+      double wall = std::chrono::duration<double>(Clock::now() - start).count();
+      last = Evaluate(&kv, data);
+      std::printf(
+          "epoch %d/%d: train_loss %.6f  test_loss %.6f  accuracy %.4f  auc %.4f  "
+          "(%.2f s)\n",
+          epoch, FLAGS_epochs, last.train_loss, last.test_loss, last.accuracy, last.auc, wall);
+      std::fflush(stdout);
+      if (metrics) {
+        std::fprintf(metrics, "%d,%.6f,%.9g,%.9g,%.9g,%.9g\n", epoch, wall, last.train_loss,
+                     last.test_loss, last.accuracy, last.auc);
+        std::fflush(metrics);
+      }
+    }
+    ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
+  }
+  if (lead) {
+    double wall = std::chrono::duration<double>(Clock::now() - start).count();
+    std::printf("final: train_loss %.6f test_loss %.6f accuracy %.4f auc %.4f wall %.2f s\n",
+                last.train_loss, last.test_loss, last.accuracy, last.auc, wall);
+    if (!FLAGS_save_model.empty()) {
+      SaveModel(&kv, data, FLAGS_save_model);
+      std::printf("model written to %s\n", FLAGS_save_model.c_str());
+    }
+  }
+  if (metrics) std::fclose(metrics);
+  return 0;
+}
+
+}  // namespace linear

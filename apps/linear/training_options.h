@@ -1,0 +1,51 @@
+// Flags of apps/linear and the server options they imply. Every node runs the same
+// command line, so every server derives identical optimizer options from them.
+#ifndef HERDPS_APPS_LINEAR_TRAINING_OPTIONS_H_
+#define HERDPS_APPS_LINEAR_TRAINING_OPTIONS_H_
+
+#include <gflags/gflags.h>
+
+#include <string>
+
+#include "ps/optimizer_server.h"
+
+DECLARE_string(train);
+DECLARE_string(test);
+DECLARE_double(test_fraction);
+DECLARE_string(format);
+DECLARE_string(label_column);
+DECLARE_int32(epochs);
+DECLARE_int32(batch_size);
+DECLARE_string(optimizer);
+DECLARE_double(lr);
+DECLARE_double(momentum);
+DECLARE_double(beta1);
+DECLARE_double(beta2);
+DECLARE_double(eps);
+DECLARE_double(rmsprop_alpha);
+DECLARE_double(ftrl_alpha);
+DECLARE_double(ftrl_beta);
+DECLARE_double(ftrl_l1);
+DECLARE_double(ftrl_l2);
+DECLARE_double(reg_l2);
+DECLARE_string(init);
+DECLARE_double(init_scale);
+DECLARE_uint64(seed);
+DECLARE_bool(standardize);
+DECLARE_string(save_model);
+DECLARE_string(metrics_csv);
+DECLARE_int32(eval_every);
+DECLARE_int32(server_threads);
+
+namespace linear {
+
+// The server options the flags describe. Throws std::invalid_argument naming the
+// flag when one is out of range.
+ps::OptimizerServerOptions ServerOptionsFromFlags();
+
+// Checks the flags that do not concern the servers. Throws std::invalid_argument.
+void ValidateTrainingFlags();
+
+}  // namespace linear
+
+#endif  // HERDPS_APPS_LINEAR_TRAINING_OPTIONS_H_
