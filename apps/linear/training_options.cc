@@ -13,11 +13,11 @@ DEFINE_double(test_fraction, 0.2, "fraction of --train held out as test data (no
 DEFINE_string(format, "", "csv or libsvm; empty: from the file name (.csv is csv)");
 DEFINE_string(label_column, "",
               "CSV label column; empty: 'deny' for the bundled data, else the last column");
-DEFINE_int32(epochs, 20, "passes over the training data");
+DEFINE_int32(epochs, 30, "passes over the training data");
 DEFINE_int32(batch_size, 64, "examples per step and worker; 0: all local data in one step");
 DEFINE_string(optimizer, "adam",
               "sgd, momentum, nesterov, adagrad, rmsprop, adam, amsgrad or ftrl (server-side)");
-DEFINE_double(lr, 0.05, "learning rate");
+DEFINE_double(lr, 0.01, "learning rate");
 DEFINE_double(momentum, 0.9, "momentum and nesterov: momentum factor");
 DEFINE_double(beta1, 0.9, "adam, amsgrad: first-moment decay");
 DEFINE_double(beta2, 0.999, "adam, amsgrad: second-moment decay");
