@@ -178,6 +178,10 @@ int RunWorker(const TrainingData& data) {
         data.train.rows(), data.test.rows(), static_cast<unsigned long long>(data.num_features),
         ps::NumWorkers(), FLAGS_batch_size, FLAGS_optimizer.c_str(), FLAGS_lr);
   }
+  // Every worker says which rows it trains on, so a run's partitioning is on record.
+  std::printf("worker %d: training rows [%zu, %zu) of %zu (contiguous blocks)\n", rank,
+              data.my_rows.empty() ? size_t{0} : data.my_rows.front(),
+              data.my_rows.empty() ? size_t{0} : data.my_rows.back() + 1, data.train.rows());
   std::vector<int64_t> position(data.num_features + 1, -1);
   const size_t local = data.my_rows.size();
   const size_t batch = FLAGS_batch_size == 0 ? local : static_cast<size_t>(FLAGS_batch_size);
