@@ -20,6 +20,9 @@ DEFINE_string(optimizers, "sgd,momentum,nesterov,adagrad,rmsprop,adam,amsgrad,ft
 DEFINE_string(server_threads, "1,2", "optimizer workload: shard threads per server to compare");
 DEFINE_int32(keys_per_push, 20000, "optimizer workload: keys in one push");
 DEFINE_int32(key_space, 200000, "optimizer workload: distinct keys each worker draws from");
+DEFINE_bool(sequential_keys, false,
+            "optimizer workload: push consecutive blocks of keys, walking the whole key space "
+            "(to fill the servers with --key_space keys and measure memory per key)");
 DEFINE_int32(push_window, 4, "optimizer workload: pushes in flight per worker");
 DEFINE_double(optimizer_seconds, 1.0, "optimizer workload: measuring time per configuration");
 
@@ -109,7 +112,15 @@ int RunOptimizerWorkload(bool csv) {
     auto deadline = start + std::chrono::duration<double>(FLAGS_optimizer_seconds);
     while (Clock::now() < deadline || !in_flight.empty()) {
       if (Clock::now() < deadline && static_cast<int>(in_flight.size()) < FLAGS_push_window) {
-        const auto& keys = batches[next++ % batches.size()];
+        ps::SArray<ps::Key> block;
+        if (FLAGS_sequential_keys) {
+          // Worker r walks its own stride of the key space, block by block.
+          block.resize(FLAGS_keys_per_push);
+          uint64_t first = (static_cast<uint64_t>(next++) * ps::NumWorkers() + rank) *
+                           FLAGS_keys_per_push % static_cast<uint64_t>(FLAGS_key_space);
+          for (int i = 0; i < FLAGS_keys_per_push; ++i) block[i] = first + i;
+        }
+        const auto& keys = FLAGS_sequential_keys ? block : batches[next++ % batches.size()];
         in_flight.push_back(kv.ZPush(keys, grads.segment(0, keys.size())));
         keys_done += static_cast<double>(keys.size());
         ++pushes;
