@@ -15,9 +15,13 @@ void Customer::Open() {
   open_ = true;
 }
 
-Customer::~Customer() {
-  if (open_) Postoffice::Get()->RemoveCustomer(this);
+void Customer::Close() {
+  if (!open_) return;
+  Postoffice::Get()->RemoveCustomer(this);
+  open_ = false;
 }
+
+Customer::~Customer() { Close(); }
 
 int Customer::NewRequest() {
   std::lock_guard<std::mutex> lock(mu_);

@@ -316,9 +316,21 @@ void Postoffice::ReplyError(const Message& request, const Status& status) {
 void Postoffice::DispatchData(Message& msg) {
   std::shared_lock<std::shared_mutex> lock(dispatch_mu_);
   bool ready = ready_.load(std::memory_order_acquire);
+  // Requests go to the app's request handler, registered as (app_id, app_id) as in
+  // ps-lite; responses go back to the customer that issued the request.
+  int customer_id = msg.meta.request ? msg.meta.app_id : msg.meta.customer_id;
   auto hold_early = [&]() {
     lock.unlock();
     std::unique_lock<std::shared_mutex> write(dispatch_mu_);
+    // The customer may have registered (and drained the held messages) while no lock
+    // was held: deliver now, or this message would wait behind newer ones.
+    if (ready_.load(std::memory_order_acquire)) {
+      auto found = customers_.find({msg.meta.app_id, customer_id});
+      if (found != customers_.end()) {
+        found->second->Accept(msg);
+        return true;
+      }
+    }
     size_t bytes = msg.DataBytes();
     if (early_messages_.size() < kMaxEarlyMessages && early_bytes_ + bytes <= kMaxEarlyBytes) {
       early_bytes_ += bytes;
@@ -337,9 +349,6 @@ void Postoffice::DispatchData(Message& msg) {
         << "data message from unknown node " << msg.meta.sender << " dropped";
     return;
   }
-  // Requests go to the app's request handler, registered as (app_id, app_id) as in
-  // ps-lite; responses go back to the customer that issued the request.
-  int customer_id = msg.meta.request ? msg.meta.app_id : msg.meta.customer_id;
   auto it = customers_.find({msg.meta.app_id, customer_id});
   if (it != customers_.end()) {
     it->second->Accept(msg);

@@ -166,7 +166,14 @@ void OptimizerServer::MaybeCheckpoint() {
   if (!due) return;
   last_checkpoint_clock_ = clock;
   last_checkpoint_time_ = NowSeconds();
-  Status s = SaveCheckpoint();
+  // On the receive thread, after this request's parts were queued: nothing may escape,
+  // or the request would be answered a second time with the error.
+  Status s;
+  try {
+    s = SaveCheckpoint();
+  } catch (const std::exception& e) {
+    s = Status::Internal(e.what());
+  }
   if (!s.ok()) LOG(ERROR) << "periodic checkpoint failed: " << s;
 }
 
@@ -183,6 +190,8 @@ Status OptimizerServer::SaveCheckpoint() {
 }
 
 Status OptimizerServer::SaveCheckpoint(const std::string& path) {
+  // One save at a time: two would share the temporary file.
+  std::lock_guard<std::mutex> lock(save_mu_);
   CheckpointData data;
   data.state_width = static_cast<uint32_t>(optimizer_->StateWidth());
   data.optimizer = options_.optimizer.ToString();

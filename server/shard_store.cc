@@ -48,20 +48,27 @@ Status ShardStore::Find(Key key, uint32_t want_len, uint32_t create_len, Slot** 
   return Status::OK();
 }
 
-void ShardStore::AddToRound(Round* round, const float* g, uint32_t len, int worker,
-                            int num_workers, bool* complete) {
+Status ShardStore::AddToRound(Key key, Round* round, const float* g, uint32_t len, int worker,
+                              int num_workers, bool* complete) {
+  *complete = false;
   if (round->contributed.empty()) {
     round->sum.assign(len, 0.0f);
     round->contributed.assign(num_workers, false);
   }
   if (round->contributed[worker]) {
+    if (round->ahead.size() >= kMaxAheadPerKey) {
+      return Status::Unavailable("worker " + std::to_string(worker) + " is " +
+                                 std::to_string(kMaxAheadPerKey) +
+                                 " rounds ahead of the others on key " + std::to_string(key) +
+                                 "; synchronous aggregation waits for every worker");
+    }
     round->ahead.emplace_back(worker, std::vector<float>(g, g + len));
-    *complete = false;
-    return;
+    return Status::OK();
   }
   for (uint32_t i = 0; i < len; ++i) round->sum[i] += g[i];
   round->contributed[worker] = true;
   *complete = ++round->count == num_workers;
+  return Status::OK();
 }
 
 Status ShardStore::Aggregate(Key key, const float* g, uint32_t len, int worker,
@@ -75,7 +82,8 @@ Status ShardStore::Aggregate(Key key, const float* g, uint32_t len, int worker,
   if (!s.ok()) return s;
   Round& round = rounds_[key];
   bool complete = false;
-  AddToRound(&round, g, len, worker, num_workers, &complete);
+  s = AddToRound(key, &round, g, len, worker, num_workers, &complete);
+  if (!s.ok()) return s;
   while (complete) {
     std::vector<float> mean(len);
     for (uint32_t i = 0; i < len; ++i) mean[i] = round.sum[i] / static_cast<float>(num_workers);
@@ -89,7 +97,7 @@ Status ShardStore::Aggregate(Key key, const float* g, uint32_t len, int worker,
     complete = false;
     for (auto& [w, grad] : ahead) {
       bool done = false;
-      AddToRound(&round, grad.data(), len, w, num_workers, &done);
+      AddToRound(key, &round, grad.data(), len, w, num_workers, &done);  // cannot overflow
       complete = complete || done;
     }
   }

@@ -58,8 +58,11 @@ class ShardStore {
     int count = 0;
     std::vector<std::pair<int, std::vector<float>>> ahead;  // pushes for later rounds
   };
-  static void AddToRound(Round* round, const float* g, uint32_t len, int worker,
-                         int num_workers, bool* complete);
+  // Pushes waiting for later rounds, per key, before a push is refused: bounds the
+  // memory a worker that runs far ahead (or a dead one holding a round open) can cost.
+  static constexpr size_t kMaxAheadPerKey = 256;
+  static Status AddToRound(Key key, Round* round, const float* g, uint32_t len, int worker,
+                           int num_workers, bool* complete);
 
   const Optimizer* optimizer_;
   ValueInit init_;

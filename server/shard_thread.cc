@@ -22,10 +22,15 @@ void ShardThread::Enqueue(Task task) { queue_.push(std::move(task)); }
 void ShardThread::RunAndWait(const Task& task) {
   std::promise<void> done;
   Enqueue([&](ShardStore& store) {
-    task(store);
-    done.set_value();
+    // The caller waits on `done`: it must be set whatever the task does.
+    try {
+      task(store);
+      done.set_value();
+    } catch (...) {
+      done.set_exception(std::current_exception());
+    }
   });
-  done.get_future().wait();
+  done.get_future().get();  // rethrows the task's exception here
 }
 
 void ShardThread::Loop() {

@@ -29,7 +29,8 @@ class ShardThread {
   void Enqueue(Task task);
 
   // Runs `task` on the shard thread after everything queued before it and waits for
-  // it; for reading the store from another thread (checkpoints, statistics).
+  // it; for reading the store from another thread (checkpoints, statistics). An
+  // exception of the task is rethrown here.
   void RunAndWait(const Task& task);
 
  private:

@@ -22,6 +22,9 @@ constexpr size_t kZeroCopyThreshold = 4096;
 // How long Stop waits for queued outgoing messages to leave.
 constexpr int kLingerMs = 2000;
 
+// How long a send may wait for room in a peer's queue.
+constexpr int kSendTimeoutMs = 60000;
+
 std::string RandomToken(size_t n) {
   std::random_device rd;
   std::string s(n, '\0');
@@ -149,6 +152,10 @@ Status ZmqVan::Connect(int node_id, const std::string& endpoint) {
   if (!peer->socket) return Status::Internal("cannot create socket: " + ZmqError());
   int linger = kLingerMs;
   zmq_setsockopt(peer->socket, ZMQ_LINGER, &linger, sizeof(linger));
+  // A peer that stops reading must not block a sender (and with it a shard or the
+  // receive thread) forever: past the timeout the send fails with Unavailable.
+  int send_timeout = kSendTimeoutMs;
+  zmq_setsockopt(peer->socket, ZMQ_SNDTIMEO, &send_timeout, sizeof(send_timeout));
   if (zmq_connect(peer->socket, endpoint.c_str()) != 0) {
     Status err = Status::InvalidArgument("cannot connect to '" + endpoint + "': " + ZmqError());
     zmq_close(peer->socket);

@@ -135,13 +135,18 @@ int RunWorker() {
   s = kv.Wait(kv.Pull(std::vector<ps::Key>{keys[0] ^ 1}, &missing));
   EXPECT(s.code() == ps::Status::Code::kNotFound, "missing key: %s", s.ToString().c_str());
 
-  // 6. Callbacks run before Wait returns.
+  // 6. A request with no keys finishes at once, whatever the number of servers.
+  std::vector<double> none;
+  s = kv.Wait(kv.Pull(std::vector<ps::Key>{}, &none));
+  EXPECT(s.ok() && none.empty(), "empty pull: %s", s.ToString().c_str());
+
+  // 7. Callbacks run before Wait returns.
   bool called = false;
   kv.Wait(kv.Pull(keys, &out, nullptr, 0, [&called] { called = true; }));
   EXPECT(called, "callback did not run");
 
   ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
-  // 7. PushPull by worker 0 only: sees its own push applied.
+  // 8. PushPull by worker 0 only: sees its own push applied.
   if (rank == 0) {
     std::vector<ps::Key> one = {keys[1]};
     std::vector<double> add(LenOf(keys[1]), 1.0), after;

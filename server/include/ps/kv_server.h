@@ -42,16 +42,19 @@ class KVServer {
       : app_id_(app_id),
         customer_(std::make_unique<Customer>(
             app_id, app_id, [this](Message& msg) { Process(msg); }, /*open_now=*/false)) {}
-  virtual ~KVServer() { customer_.reset(); }
+  virtual ~KVServer() { Close(); }
 
   // Stops taking requests (waiting for a handle call in progress); Response and
   // ResponseError keep working, so requests already taken can still be answered.
-  void Close() { customer_.reset(); }
+  void Close() {
+    closed_ = true;
+    customer_->Close();
+  }
 
   // Sets the handle and starts serving. Call once, before Finalize.
   void set_request_handle(const ReqHandle& request_handle) {
     if (!request_handle) throw Error("KVServer::set_request_handle: empty handle");
-    if (!customer_) throw Error("KVServer::set_request_handle after Close");
+    if (closed_) throw Error("KVServer::set_request_handle after Close");
     request_handle_ = request_handle;
     customer_->Open();
   }
@@ -125,6 +128,7 @@ class KVServer {
   }
 
   const int app_id_;
+  bool closed_ = false;
   LogLimiter reject_log_;
   ReqHandle request_handle_;
   std::unique_ptr<Customer> customer_;  // last: destroyed first, so no handler runs after

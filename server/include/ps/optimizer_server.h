@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,7 @@ class OptimizerServer {
   std::atomic<uint64_t> answered_{0};
   std::atomic<uint64_t> clock_{0};
   int num_workers_ = 0;
+  std::mutex save_mu_;  // serialises SaveCheckpoint
   // Periodic checkpoints; used on the receive thread only.
   uint64_t last_checkpoint_clock_ = 0;
   double last_checkpoint_time_ = 0;

@@ -53,8 +53,9 @@ class KVWorker {
   explicit KVWorker(int app_id, int customer_id)
       : customer_(std::make_unique<Customer>(app_id, customer_id,
                                              [this](Message& msg) { Process(msg); })) {}
-  // Requests still in flight are abandoned: their answers are dropped.
-  virtual ~KVWorker() { customer_.reset(); }
+  // Requests still in flight are abandoned: their answers are dropped. Unregisters
+  // before anything is destroyed, so an answer being processed finishes first.
+  virtual ~KVWorker() { customer_->Close(); }
 
   // Pushes vals to keys (copied). lens[i] values belong to keys[i]; empty lens means
   // vals.size()/keys.size() values per key.
@@ -170,6 +171,7 @@ class KVWorker {
   std::unordered_map<int, Pending> pending_;
   std::atomic<uint64_t> dropped_answers_{0};
   LogLimiter failure_log_;
+  LogLimiter stray_log_;  // requests and answers that match nothing
   std::unique_ptr<Customer> customer_;  // last: destroyed first, so no handler runs after
 };
 
@@ -194,10 +196,12 @@ int KVWorker<Val>::Request(bool push, bool pull, const KVPairs<Val>& kvs, int cm
   p.keys = kvs.keys;
   std::vector<KVPairs<Val>> parts;
   int num_servers = po->num_servers();
-  if (num_servers == 1) {
+  if (kvs.keys.empty()) {
+    // Nothing to ask anyone: finishes below without a message.
+  } else if (num_servers == 1) {
     p.servers.push_back(0);
     parts.push_back(kvs);
-  } else if (!kvs.keys.empty()) {
+  } else {
     KeyPartition partition =
         PartitionKeys(po->ring(), num_servers, kvs.keys.data(), kvs.keys.size());
     std::vector<size_t> offsets;
@@ -271,7 +275,8 @@ void KVWorker<Val>::Process(Message& msg) {
   const Meta& meta = msg.meta;
   if (meta.request) {
     // A worker serves no requests; one addressed to its app id is misrouted or hostile.
-    LOG(WARNING) << "request from node " << meta.sender << " to a worker dropped";
+    LOG_IF(WARNING, stray_log_.ShouldLog())
+        << "request from node " << meta.sender << " to a worker dropped";
     return;
   }
   Pending done;
@@ -279,8 +284,9 @@ void KVWorker<Val>::Process(Message& msg) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = pending_.find(meta.timestamp);
     if (it == pending_.end()) {
-      LOG(WARNING) << "answer to unknown request " << meta.timestamp << " from node "
-                   << meta.sender << " dropped";
+      LOG_IF(WARNING, stray_log_.ShouldLog())
+          << "answer to unknown request " << meta.timestamp << " from node " << meta.sender
+          << " dropped";
       dropped_answers_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
@@ -289,8 +295,9 @@ void KVWorker<Val>::Process(Message& msg) {
     size_t slot = 0;
     while (slot < p.servers.size() && p.servers[slot] != rank) ++slot;
     if (slot == p.servers.size() || p.answered[slot] || meta.sender < 8 || meta.sender % 2) {
-      LOG(WARNING) << "unexpected answer to request " << meta.timestamp << " from node "
-                   << meta.sender << " dropped";
+      LOG_IF(WARNING, stray_log_.ShouldLog())
+          << "unexpected answer to request " << meta.timestamp << " from node " << meta.sender
+          << " dropped";
       dropped_answers_.fetch_add(1, std::memory_order_relaxed);
       return;
     }

@@ -36,7 +36,11 @@ class Customer {
   // Registers with the Postoffice: from now on messages reach the handle, starting
   // with those that arrived before. Idempotent.
   void Open();
-  // Unregisters; once it returns, the handle is never called again.
+  // Unregisters, waiting for a handle call in progress; once it returns, the handle is
+  // never called again. Idempotent; the owner calls it before tearing down what the
+  // handle uses.
+  void Close();
+  // Closes.
   ~Customer();
   Customer(const Customer&) = delete;
   Customer& operator=(const Customer&) = delete;
