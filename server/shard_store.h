@@ -36,8 +36,6 @@ class ShardStore {
   // their mean and starts the next round. A worker that pushes again before the round
   // is complete is ahead: its gradient waits for the next round (in order).
   Status Aggregate(Key key, const float* g, uint32_t len, int worker, int num_workers);
-  // Keys with a round in progress (for tests and statistics).
-  size_t num_open_rounds() const { return rounds_.size(); }
 
   // Appends every key's record (for checkpoints).
   void Snapshot(std::vector<CheckpointRecord>* out) const;

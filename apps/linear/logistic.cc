@@ -36,6 +36,29 @@ void Predict(const Dataset& d, const std::vector<double>& w, double bias,
   for (size_t r = 0; r < d.rows(); ++r) (*probs)[r] = Sigmoid(Margin(d, r, w, bias));
 }
 
+double AccumulateGradient(const Dataset& d, const size_t* rows, size_t n, const int64_t* slot,
+                          const double* w, double bias, double* grad, double* grad_b) {
+  double loss = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t r = rows[i];
+    const uint64_t begin = d.row_offsets[r], end = d.row_offsets[r + 1];
+    double z = bias;
+    for (uint64_t k = begin; k < end; ++k) {
+      const uint64_t f = d.indices[k];
+      z += w[slot ? slot[f] : static_cast<int64_t>(f)] * d.values[k];
+    }
+    const double y = d.labels[r];
+    loss += Softplus(z) - y * z;
+    const double residual = Sigmoid(z) - y;
+    *grad_b += residual;
+    for (uint64_t k = begin; k < end; ++k) {
+      const uint64_t f = d.indices[k];
+      grad[slot ? slot[f] : static_cast<int64_t>(f)] += residual * d.values[k];
+    }
+  }
+  return loss;
+}
+
 double Gradient(const Dataset& d, const std::vector<size_t>& rows, const std::vector<double>& w,
                 double bias, double reg_l2, std::vector<double>* grad_w, double* grad_b) {
   if (grad_w == nullptr || grad_b == nullptr) {
@@ -46,22 +69,16 @@ double Gradient(const Dataset& d, const std::vector<size_t>& rows, const std::ve
     throw std::invalid_argument("Gradient: the data has " + std::to_string(d.num_features) +
                                 " features but w has " + std::to_string(w.size()));
   }
-  grad_w->assign(w.size(), 0.0);
-  double loss = 0, gb = 0;
   for (size_t r : rows) {
     if (r >= d.rows()) {
       throw std::out_of_range("Gradient: row " + std::to_string(r) + " of " +
                               std::to_string(d.rows()));
     }
-    const double z = Margin(d, r, w, bias);
-    const double y = d.labels[r];
-    loss += Softplus(z) - y * z;
-    const double residual = Sigmoid(z) - y;
-    gb += residual;
-    for (uint64_t k = d.row_offsets[r]; k < d.row_offsets[r + 1]; ++k) {
-      (*grad_w)[d.indices[k]] += residual * d.values[k];
-    }
   }
+  grad_w->assign(w.size(), 0.0);
+  double gb = 0;
+  const double loss =
+      AccumulateGradient(d, rows.data(), rows.size(), nullptr, w.data(), bias, grad_w->data(), &gb);
   const double n = static_cast<double>(rows.size());
   double norm2 = 0;
   for (size_t j = 0; j < w.size(); ++j) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "dataset.h"
@@ -21,6 +22,15 @@ double Sigmoid(double z);
 // Throws std::invalid_argument if probs is null.
 void Predict(const Dataset& d, const std::vector<double>& w, double bias,
              std::vector<double>* probs);
+
+// The batch gradient in a compact weight space, the core of Gradient and of a worker's
+// step (which pulls only the weights its batch touches): feature f's weight is
+// w[slot[f]] (slot == nullptr: w[f]). Adds (sigmoid(z) - y) * x_f to grad[slot[f]] and
+// sigmoid(z) - y to *grad_b for each of the n rows (not divided by n, no
+// regularisation), and returns the summed loss log(1 + e^z) - y z. Every feature the
+// rows use must have a slot; rows must be < d.rows() (not checked: the callers have).
+double AccumulateGradient(const Dataset& d, const size_t* rows, size_t n, const int64_t* slot,
+                          const double* w, double bias, double* grad, double* grad_b);
 
 // For the rows `rows` of d (repeats count repeatedly), computes the objective
 //   L = mean over rows of [log(1 + e^z) - y z] + reg_l2 / 2 * ||w||^2,  z = bias + w.x,

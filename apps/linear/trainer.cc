@@ -51,6 +51,13 @@ std::vector<float> PullWeights(ps::KVWorker<float>* kv, const ps::SArray<ps::Key
   return std::vector<float>(w.begin(), w.end());
 }
 
+// Every weight and the bias, indexed by key.
+std::vector<float> PullAllWeights(ps::KVWorker<float>* kv, const TrainingData& data) {
+  ps::SArray<ps::Key> all(data.num_features + 1);
+  for (uint64_t k = 0; k <= data.num_features; ++k) all[k] = k;
+  return PullWeights(kv, all);
+}
+
 struct Evaluation {
   double train_loss = NAN, test_loss = NAN, accuracy = NAN, auc = NAN;
 };
@@ -58,9 +65,7 @@ struct Evaluation {
 // Loss of the whole model on the full training set (the objective: mean log-loss plus
 // reg_l2/2 ||w||^2), and loss, accuracy and AUC on the test set.
 Evaluation Evaluate(ps::KVWorker<float>* kv, const TrainingData& data) {
-  ps::SArray<ps::Key> all(data.num_features + 1);
-  for (uint64_t k = 0; k <= data.num_features; ++k) all[k] = k;
-  std::vector<float> pulled = PullWeights(kv, all);
+  std::vector<float> pulled = PullAllWeights(kv, data);
   std::vector<double> w(pulled.begin(), pulled.end() - 1);
   double bias = pulled.back();
   Evaluation e;
@@ -79,9 +84,7 @@ Evaluation Evaluate(ps::KVWorker<float>* kv, const TrainingData& data) {
 }
 
 void SaveModel(ps::KVWorker<float>* kv, const TrainingData& data, const std::string& path) {
-  ps::SArray<ps::Key> all(data.num_features + 1);
-  for (uint64_t k = 0; k <= data.num_features; ++k) all[k] = k;
-  std::vector<float> w = PullWeights(kv, all);
+  std::vector<float> w = PullAllWeights(kv, data);
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f) throw std::runtime_error("cannot write the model to " + path);
   for (uint64_t k = 0; k <= data.num_features; ++k) {
@@ -113,21 +116,11 @@ void Step(ps::KVWorker<float>* kv, const TrainingData& data, const size_t* rows,
     (*position)[touched[i]] = static_cast<int64_t>(i);
   }
   keys[touched.size()] = data.bias_key();
-  std::vector<float> w = PullWeights(kv, keys);
+  std::vector<float> pulled = PullWeights(kv, keys);
+  std::vector<double> w(pulled.begin(), pulled.end());
   std::vector<double> grad(keys.size(), 0.0);
   const size_t b = touched.size();
-  for (size_t r = 0; r < n; ++r) {
-    size_t row = rows[r];
-    double z = w[b];
-    for (uint64_t j = d.row_offsets[row]; j < d.row_offsets[row + 1]; ++j) {
-      z += w[(*position)[d.indices[j]]] * static_cast<double>(d.values[j]);
-    }
-    double err = Sigmoid(z) - d.labels[row];
-    for (uint64_t j = d.row_offsets[row]; j < d.row_offsets[row + 1]; ++j) {
-      grad[(*position)[d.indices[j]]] += err * d.values[j];
-    }
-    grad[b] += err;
-  }
+  AccumulateGradient(d, rows, n, position->data(), w.data(), w[b], grad.data(), &grad[b]);
   ps::SArray<float> g(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
     double mean = grad[i] / static_cast<double>(n);
