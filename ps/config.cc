@@ -72,6 +72,30 @@ bool IsLoopback(const std::string& host) {
   return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
 }
 
+Status ParseDouble(const char* name, const char* text, double lo, double hi, double* out) {
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(text, &end);
+  if (errno || end == text || *end || !(v >= lo && v <= hi)) {
+    return Status::InvalidArgument(std::string(name) + "='" + text + "' is not a number in [" +
+                                   std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  *out = v;
+  return Status::OK();
+}
+
+Status ParseBool(const char* name, const char* text, bool* out) {
+  std::string t = text;
+  if (t == "1" || t == "true" || t == "yes" || t == "on") {
+    *out = true;
+  } else if (t == "0" || t == "false" || t == "no" || t == "off") {
+    *out = false;
+  } else {
+    return Status::InvalidArgument(std::string(name) + "='" + t + "' is not 0 or 1");
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Status Config::FromEnvironment(Config* c) {
@@ -172,6 +196,47 @@ Status Config::FromEnvironment(Config* c, const Getenv& getenv) {
   if ((text = Lookup(getenv, "PS_TUNE_MALLOC", nullptr))) {
     cfg.tune_malloc = std::string(text) != "0";
   }
+  double d = 0;
+  if ((text = Lookup(getenv, "PS_HEARTBEAT_INTERVAL", nullptr))) {
+    if (!(s = ParseDouble("PS_HEARTBEAT_INTERVAL", text, 0, 3600, &d)).ok()) return s;
+    cfg.heartbeat_interval_s = d;
+  }
+  if ((text = Lookup(getenv, "PS_HEARTBEAT_TIMEOUT", nullptr))) {
+    if (!(s = ParseDouble("PS_HEARTBEAT_TIMEOUT", text, 0.1, 86400, &d)).ok()) return s;
+    cfg.heartbeat_timeout_s = d;
+  }
+  if (cfg.heartbeat_interval_s > 0 && cfg.heartbeat_timeout_s < 2 * cfg.heartbeat_interval_s) {
+    return Status::InvalidArgument(
+        "PS_HEARTBEAT_TIMEOUT=" + std::to_string(cfg.heartbeat_timeout_s) +
+        " s is less than two PS_HEARTBEAT_INTERVALs (" +
+        std::to_string(cfg.heartbeat_interval_s) +
+        " s): one late heartbeat would declare a live node dead");
+  }
+  if ((text = Lookup(getenv, "PS_REQUEST_TIMEOUT", nullptr))) {
+    if (!(s = ParseInt("PS_REQUEST_TIMEOUT", text, 0, 1 << 24, &v)).ok()) return s;
+    cfg.request_timeout_s = static_cast<int>(v);
+  }
+  if ((text = Lookup(getenv, "PS_RESEND", nullptr))) {
+    if (!(s = ParseBool("PS_RESEND", text, &cfg.resend)).ok()) return s;
+  }
+  if ((text = Lookup(getenv, "PS_RESEND_TIMEOUT", nullptr))) {
+    if (!(s = ParseInt("PS_RESEND_TIMEOUT", text, 1, 3600 * 1000, &v)).ok()) return s;
+    cfg.resend_timeout_ms = static_cast<int>(v);
+  }
+  if ((text = Lookup(getenv, "PS_DROP_RATE", nullptr))) {
+    if (!(s = ParseDouble("PS_DROP_RATE", text, 0, 0.99, &d)).ok()) return s;
+    cfg.drop_rate = d;
+  }
+  if ((text = Lookup(getenv, "PS_DROP_SEED", nullptr))) {
+    if (!(s = ParseInt("PS_DROP_SEED", text, 0, INT64_MAX, &v)).ok()) return s;
+    cfg.drop_seed = static_cast<uint64_t>(v);
+  }
+  if (cfg.drop_rate > 0 && !cfg.resend) {
+    return Status::InvalidArgument("PS_DROP_RATE=" + std::to_string(cfg.drop_rate) +
+                                   " drops messages but PS_RESEND is off: nothing would "
+                                   "recover them; set PS_RESEND=1");
+  }
+  if ((text = Lookup(getenv, "PS_JOB_TOKEN", nullptr))) cfg.job_token = text;
   *c = cfg;
   return Status::OK();
 }

@@ -1,42 +1,191 @@
 #include "ps/internal/customer.h"
 
+#include <glog/logging.h>
+#include <tbb/concurrent_queue.h>
+
+#include <random>
+#include <thread>
+
+#include "ps/internal/log_limiter.h"
 #include "ps/internal/postoffice.h"
 
 namespace ps {
 
+// The customer's own thread and its bounded FIFO. An empty function is the stop
+// marker. Shared with the thread, so a thread detached by a misbehaving Close still
+// has a live queue.
+class CustomerExecutor {
+ public:
+  explicit CustomerExecutor(size_t capacity) {
+    queue_.set_capacity(static_cast<std::ptrdiff_t>(capacity));
+  }
+  static void Run(const std::shared_ptr<CustomerExecutor>& self) {
+    self->thread_ = std::thread([self] {
+      for (;;) {
+        std::function<void()> task;
+        self->queue_.pop(task);
+        if (!task) return;
+        try {
+          task();
+        } catch (const std::exception& e) {
+          LOG_IF(ERROR, self->throw_log_.ShouldLog()) << "app handle or callback threw: " << e.what();
+        }
+      }
+    });
+  }
+  void Push(std::function<void()> task) { queue_.push(std::move(task)); }
+  void Stop() {
+    queue_.push(std::function<void()>());
+    if (thread_.get_id() == std::this_thread::get_id()) {
+      LOG(ERROR) << "a customer was closed from its own handle or callback; its thread "
+                    "ends after this call returns";
+      thread_.detach();
+    } else if (thread_.joinable()) {
+      thread_.join();
+    }
+  }
+  bool OnThisThread() const { return thread_.get_id() == std::this_thread::get_id(); }
+
+ private:
+  tbb::concurrent_bounded_queue<std::function<void()>> queue_;
+  std::thread thread_;
+  LogLimiter throw_log_;
+};
+
+namespace {
+
+uint64_t RandomIncarnation() {
+  std::random_device rd;
+  uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  return v ? v : 1;
+}
+
+constexpr uint64_t kTimestampMask = 0x7fffffffULL;
+
+}  // namespace
+
 Customer::Customer(int app_id, int customer_id, RecvHandle handle, bool open_now)
-    : app_id_(app_id), customer_id_(customer_id), handle_(std::move(handle)) {
+    : Customer(app_id, customer_id, std::move(handle), open_now, Options()) {}
+
+Customer::Customer(int app_id, int customer_id, RecvHandle handle, bool open_now,
+                   Options options)
+    : app_id_(app_id),
+      customer_id_(customer_id),
+      incarnation_(RandomIncarnation()),
+      handle_(std::move(handle)),
+      options_(options) {
   if (open_now) Open();
+}
+
+std::shared_ptr<CustomerExecutor> Customer::Executor(bool create) {
+  std::lock_guard<std::mutex> lock(executor_mu_);
+  if (!executor_ && create && !closed_) {
+    executor_ = std::make_shared<CustomerExecutor>(std::max<size_t>(options_.queue_capacity, 1));
+    CustomerExecutor::Run(executor_);
+  }
+  return executor_;
 }
 
 void Customer::Open() {
   if (open_) return;
-  Postoffice::Get()->AddCustomer(this);
+  if (!Postoffice::Get()->started()) {
+    throw Error("app " + std::to_string(app_id_) + " customer " +
+                std::to_string(customer_id_) + " created before ps::Start");
+  }
+  {
+    std::lock_guard<std::mutex> lock(executor_mu_);
+    closed_ = false;
+  }
+  if (options_.delivery == Delivery::kOwnThread) Executor(true);
+  try {
+    Postoffice::Get()->AddCustomer(this);
+  } catch (...) {
+    Close();
+    throw;
+  }
   open_ = true;
 }
 
 void Customer::Close() {
-  if (!open_) return;
-  Postoffice::Get()->RemoveCustomer(this);
-  open_ = false;
+  if (open_) {
+    Postoffice::Get()->RemoveCustomer(this);
+    open_ = false;
+  }
+  std::shared_ptr<CustomerExecutor> executor;
+  {
+    std::lock_guard<std::mutex> lock(executor_mu_);
+    closed_ = true;
+    executor.swap(executor_);
+  }
+  if (executor) executor->Stop();
 }
 
 Customer::~Customer() { Close(); }
 
-int Customer::NewRequest() {
+void Customer::Accept(Message& msg) {
+  if (options_.delivery == Delivery::kReceiveThread) {
+    handle_(msg);
+    return;
+  }
+  std::shared_ptr<CustomerExecutor> executor = Executor(false);
+  if (!executor) return;  // closed
+  executor->Push([this, m = std::move(msg)]() mutable { handle_(m); });
+}
+
+void Customer::RunOnOwnThread(std::function<void()> fn) {
+  std::shared_ptr<CustomerExecutor> executor = Executor(true);
+  if (!executor || executor->OnThisThread()) {
+    fn();
+    return;
+  }
+  executor->Push(std::move(fn));
+}
+
+void Customer::set_abort_handle(AbortHandle handle) {
   std::lock_guard<std::mutex> lock(mu_);
-  int ts = next_timestamp_++;
-  in_flight_.insert(ts);
+  abort_handle_ = std::move(handle);
+}
+
+int Customer::NewRequest(const std::vector<int>& peers, uint64_t* request_id) {
+  int timeout_s = Postoffice::Get()->config().request_timeout_s;
+  Clock::time_point deadline = timeout_s > 0
+                                   ? Clock::now() + std::chrono::seconds(timeout_s)
+                                   : Clock::time_point::max();
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t id = next_id_++;
+  int ts = static_cast<int>((id - 1) & kTimestampMask);
+  in_flight_.emplace(id, InFlight{ts, peers, deadline});
+  if (request_id) *request_id = id;
   return ts;
+}
+
+uint64_t Customer::IdOfLocked(int timestamp) const {
+  if (timestamp < 0 || next_id_ == 1) return 0;
+  // Timestamps wrap every 2^31 requests; the newest issued id with these low bits is
+  // the one meant (in-flight requests are far fewer than 2^31).
+  uint64_t last = next_id_ - 2;  // the newest issued id, minus one
+  uint64_t n = (last & ~kTimestampMask) | static_cast<uint64_t>(timestamp);
+  if (n > last) {
+    if (n < kTimestampMask + 1) return 0;
+    n -= kTimestampMask + 1;
+  }
+  return n + 1;
+}
+
+uint64_t Customer::RequestIdOf(int timestamp) {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t id = IdOfLocked(timestamp);
+  return in_flight_.count(id) ? id : 0;
 }
 
 void Customer::FinishRequest(int timestamp, const Status& status) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!in_flight_.erase(timestamp)) return;
+    uint64_t id = IdOfLocked(timestamp);
+    if (!in_flight_.erase(id)) return;
     if (!status.ok()) {
-      failures_[timestamp] = status;
-      failure_order_.push_back(timestamp);
+      failures_[id] = status;
+      failure_order_.push_back(id);
       while (failure_order_.size() > kMaxRememberedFailures) {
         failures_.erase(failure_order_.front());
         failure_order_.pop_front();
@@ -47,22 +196,89 @@ void Customer::FinishRequest(int timestamp, const Status& status) {
 }
 
 Status Customer::WaitRequest(int timestamp) {
+  return WaitRequest(timestamp, std::chrono::milliseconds::max());
+}
+
+Status Customer::WaitRequest(int timestamp, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (timestamp < 0 || timestamp >= next_timestamp_) {
+  uint64_t id = IdOfLocked(timestamp);
+  if (id == 0) {
     return Status::InvalidArgument("Wait(" + std::to_string(timestamp) +
                                    "): no request has this timestamp");
   }
-  finished_cv_.wait(lock, [&] { return in_flight_.count(timestamp) == 0; });
-  auto it = failures_.find(timestamp);
-  if (it == failures_.end()) return Status::OK();
-  Status s = it->second;
+  auto done = [&] { return in_flight_.count(id) == 0; };
+  if (timeout == std::chrono::milliseconds::max()) {
+    finished_cv_.wait(lock, done);
+  } else if (!finished_cv_.wait_for(lock, timeout, done)) {
+    return Status::Timeout("request " + std::to_string(timestamp) + " not finished after " +
+                           std::to_string(timeout.count()) + " ms (it goes on)");
+  }
+  auto it = failures_.find(id);
   // Failures stay readable by later waits on the same timestamp until evicted.
-  return s;
+  return it == failures_.end() ? Status::OK() : it->second;
 }
 
 size_t Customer::NumInFlight() {
   std::lock_guard<std::mutex> lock(mu_);
   return in_flight_.size();
+}
+
+void Customer::Abort(std::vector<std::pair<int, uint64_t>> victims, const Status& status) {
+  AbortHandle handle;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    handle = abort_handle_;
+  }
+  for (const auto& v : victims) {
+    if (handle) {
+      handle(v.first, v.second, status);
+    } else {
+      FinishRequest(v.first, status);
+    }
+  }
+}
+
+void Customer::AbortRequestsWaitingFor(const Node& node, const Status& status) {
+  std::vector<std::pair<int, uint64_t>> victims;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& kv : in_flight_) {
+      for (int peer : kv.second.peers) {
+        if (peer == node.id) {
+          victims.emplace_back(kv.second.timestamp, kv.first);
+          break;
+        }
+      }
+    }
+  }
+  Abort(std::move(victims), status);
+}
+
+void Customer::AbortAllRequests(const Status& status) {
+  std::vector<std::pair<int, uint64_t>> victims;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& kv : in_flight_) victims.emplace_back(kv.second.timestamp, kv.first);
+  }
+  Abort(std::move(victims), status);
+}
+
+void Customer::ExpireRequests(Clock::time_point now) {
+  std::vector<std::pair<int, uint64_t>> victims;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Ids grow with issue time and every request has the same timeout, so the
+    // expired ones are a prefix.
+    for (const auto& kv : in_flight_) {
+      if (kv.second.deadline > now) break;
+      victims.emplace_back(kv.second.timestamp, kv.first);
+    }
+  }
+  if (victims.empty()) return;
+  int timeout_s = Postoffice::Get()->config().request_timeout_s;
+  Abort(std::move(victims),
+        Status::Timeout("no answer within PS_REQUEST_TIMEOUT=" + std::to_string(timeout_s) +
+                        " s"));
 }
 
 }  // namespace ps

@@ -1,23 +1,31 @@
+// Postoffice: lifecycle (Start, Finalize), sending, barriers, customers and membership.
+// The receive path is in postoffice_receive.cc, the control loop's work in
+// postoffice_control.cc.
 #include "ps/internal/postoffice.h"
 
 #include <glog/logging.h>
 #include <malloc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <thread>
 
+#include "plugin_seat.h"
+#include "ps/internal/event_loop.h"
+#include "ps/internal/reorder_window.h"
+#include "ps/internal/resend_outbox.h"
 #include "scheduler_role.h"
 
 namespace ps {
 namespace {
 
-// Data that arrives before its customer exists is held, up to this many messages and
-// bytes; past that the sender is told the app is not running here.
-constexpr size_t kMaxEarlyMessages = 1 << 16;
-constexpr size_t kMaxEarlyBytes = size_t{1} << 30;
-// How long a request may wait for its app to start on this node before the sender is
-// told that it is not running here.
-constexpr std::chrono::seconds kEarlyMessageGrace(10);
+// How far ahead of the next expected message a sender may be (PS_RESEND); further
+// messages are not acknowledged and come again. Also the most messages held per sender.
+constexpr size_t kReorderWindow = 4096;
+// How long Finalize waits for the leave to be acknowledged (PS_RESEND), and the
+// scheduler for every node to leave.
+constexpr std::chrono::seconds kFinalizeWait(5);
 
 void InitLogging(const char* argv0) {
   if (google::IsGoogleLoggingInitialized()) return;
@@ -39,7 +47,27 @@ void TuneMalloc() {
   if (!std::getenv("MALLOC_TRIM_THRESHOLD_")) mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
+uint64_t RandomU64() {
+  std::random_device rd;
+  uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  return v ? v : 1;
+}
+
+// A routing identity: printable, never starting with a zero byte (ZeroMQ reserves
+// those), unguessable enough that a process outside the job cannot claim a member's.
+std::string RandomIdentity() {
+  static const char kHex[] = "0123456789abcdef";
+  std::string id = "hps-";
+  for (int i = 0; i < 2; ++i) {
+    uint64_t v = RandomU64();
+    for (int j = 0; j < 16; ++j) id += kHex[(v >> (4 * j)) & 15];
+  }
+  return id;
+}
+
 }  // namespace
+
+Postoffice::Postoffice() = default;
 
 Postoffice* Postoffice::Get() {
   static Postoffice* instance = new Postoffice();  // never destroyed: used until exit
@@ -59,25 +87,41 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
       if (config_.tune_malloc) TuneMalloc();
       {
         std::lock_guard<std::mutex> state_lock(state_mu_);
-        ready_ = false;
+        joined_ = false;
         join_error_ = Status::OK();
-        nodes_.clear();
+        fatal_error_.clear();
         barrier_releases_.clear();
       }
-      std::string scheduler =
+      membership_.Reset();
+      finalizing_ = false;
+      process_incarnation_ = RandomU64();
+      if (config_.resend) {
+        sequencer_ = std::make_unique<InboundSequencer>(kReorderWindow);
+        auto timeout = std::chrono::milliseconds(config_.resend_timeout_ms);
+        outbox_ = std::make_unique<ResendOutbox>(timeout, timeout * 16);
+      } else {
+        sequencer_.reset();
+        outbox_.reset();
+      }
+      drop_rng_.seed(config_.drop_seed ? config_.drop_seed : RandomU64());
+      scheduler_endpoint_ =
           EndpointFor(config_.transport, config_.scheduler_host, config_.scheduler_port);
       my_node_ = Node();
       my_node_.role = config_.role;
       my_node_.host = config_.node_host;
       my_node_.rank_hint = config_.rank_hint;
+      my_node_.identity = RandomIdentity();
+      loop_ = std::make_unique<EventLoop>("control");
+      loop_->Start();
       if (is_scheduler()) {
         // The scheduler's address is fixed by the job, and its role must exist before
         // the van delivers the first join request.
         my_node_.id = kScheduler;
         my_node_.rank = 0;
         my_node_.port = config_.scheduler_port;
-        my_node_.endpoint = scheduler;
+        my_node_.endpoint = scheduler_endpoint_;
         scheduler_ = std::make_unique<SchedulerRole>(this, config_, my_node_);
+        plugin_seat_ = std::make_unique<PluginSeat>(this);
       }
       van_ = Van::Create("zmq");
       VanOptions options;
@@ -85,50 +129,95 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
       options.host = config_.node_host;
       options.port = config_.node_port;
       options.max_message_bytes = config_.max_message_bytes;
+      options.identity = my_node_.identity;
       s = van_->Start(options, [this](Message&& msg) { OnMessage(std::move(msg)); });
       if (!s.ok()) {
         start_count_ = 0;
+        loop_->Stop();
         van_.reset();
         scheduler_.reset();
+        plugin_seat_.reset();
         throw Error("HerdPS cannot start the " + std::string(RoleName(config_.role)) +
                     " node: " + s.message());
       }
-      if (!is_scheduler()) {
+      if (is_scheduler()) {
+        if (config_.job_token.empty()) {
+          LOG(WARNING) << "PS_JOB_TOKEN is not set: this job is open, any process that "
+                          "can reach " << scheduler_endpoint_
+                       << " may join it (tracker/launch sets a token)";
+        }
+        loop_->Post([this] { scheduler_->Begin(); });
+      } else {
         my_node_.port = van_->port();
         my_node_.endpoint = van_->endpoint();
-        s = van_->Connect(kScheduler, scheduler);
-        if (s.ok()) {
+        s = van_->Connect(kScheduler, scheduler_endpoint_);
+        if (!s.ok()) {
+          start_count_ = 0;
+          StopRuntime();
+          throw Error("HerdPS cannot reach the scheduler at " + scheduler_endpoint_ + ": " +
+                      s.message());
+        }
+        // The join is repeated until the table comes (a message may be lost, or the
+        // scheduler may start after this node); the scheduler ignores repeats.
+        auto begun = std::chrono::steady_clock::now();
+        auto send_join = [this, begun] {
+          if (joined_) return;
           Message join;
           join.meta.control.cmd = Control::kAddNode;
           join.meta.control.nodes.push_back(my_node_);
+          join.meta.control.token = config_.job_token;
           join.meta.request = true;
           join.meta.recipient = kScheduler;
-          s = Send(join);
-        }
-        if (!s.ok()) {
-          start_count_ = 0;
-          van_->Stop();
-          throw Error("HerdPS cannot reach the scheduler at " + scheduler + ": " + s.message());
-        }
+          join.meta.sender = kEmpty;
+          join.meta.sender_incarnation = process_incarnation_;
+          van_->Send(join, SendMode::kNonBlocking);
+          auto waited = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::steady_clock::now() - begun)
+                            .count();
+          if (waited > 0 && waited % 10 == 0) {
+            LOG(INFO) << RoleName(config_.role) << " at " << my_node_.endpoint
+                      << " still waiting for the scheduler at " << scheduler_endpoint_
+                      << " to admit it (" << waited << " s of PS_START_TIMEOUT="
+                      << config_.start_timeout_s << " s)";
+          }
+        };
+        loop_->Post(send_join);
+        loop_->RunEvery(std::chrono::seconds(1), send_join);
       }
       std::unique_lock<std::mutex> state_lock(state_mu_);
-      bool joined = state_cv_.wait_for(state_lock, std::chrono::seconds(config_.start_timeout_s),
-                                       [this] { return ready_ || !join_error_.ok(); });
-      if (!joined || !join_error_.ok()) {
-        std::string why = joined ? join_error_.message()
-                                 : "no node table from the scheduler at " + scheduler +
-                                       " within " + std::to_string(config_.start_timeout_s) +
-                                       " s (PS_START_TIMEOUT); is it running, and do "
-                                       "PS_SCHEDULER_URI / PS_SCHEDULER_PORT point at it?";
+      bool done = state_cv_.wait_for(state_lock, std::chrono::seconds(config_.start_timeout_s),
+                                     [this] { return joined_ || !join_error_.ok(); });
+      if (!done || !join_error_.ok()) {
+        std::string why =
+            done ? join_error_.message()
+                 : "the job did not come together within " +
+                       std::to_string(config_.start_timeout_s) +
+                       " s (PS_START_TIMEOUT)" +
+                       (is_scheduler() ? std::string("; see the log for the missing nodes")
+                                       : "; is the scheduler running at " +
+                                             scheduler_endpoint_ +
+                                             ", and do PS_SCHEDULER_URI / PS_SCHEDULER_PORT "
+                                             "point at it?");
         state_lock.unlock();
         start_count_ = 0;
-        van_->Stop();
+        StopRuntime();
         throw Error("HerdPS " + std::string(RoleName(config_.role)) + " cannot join: " + why);
       }
-      if (verbose()) LOG(INFO) << "joined as " << my_node_.DebugString();
+      state_lock.unlock();
+      loop_->Post([this] { StartNodeTimers(); });
+      if (plugin_seat_) plugin_seat_->Start();
+      LOG_IF(INFO, verbose()) << "joined as " << my_node_.DebugString();
     }
   }
   if (do_barrier) Barrier(customer_id, kScheduler + kServerGroup + kWorkerGroup);
+}
+
+void Postoffice::MarkJoined() {
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    joined_ = true;
+  }
+  state_cv_.notify_all();
 }
 
 void Postoffice::Finalize(int customer_id, bool do_barrier) {
@@ -137,7 +226,32 @@ void Postoffice::Finalize(int customer_id, bool do_barrier) {
   std::lock_guard<std::mutex> lock(start_mu_);
   if (start_count_ == 0 || --start_count_ > 0) return;
   if (exit_callback_) exit_callback_();
-  van_->Stop();
+  finalizing_ = true;
+  if (is_scheduler()) {
+    // Stay until every node has said it leaves (or died), so that their last
+    // messages (the leave, a heartbeat) find a live peer instead of waiting in a
+    // queue for one; and send them nothing more.
+    auto deadline = std::chrono::steady_clock::now() + kFinalizeWait;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const MembershipView* view = membership_.Get();
+      if (view->CountAlive(Node::kWorkerRole) + view->CountAlive(Node::kServerRole) == 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  } else {
+    // Leave explicitly, so that the scheduler does not wait for this node in
+    // barriers nor later declare it dead.
+    Message leave;
+    leave.meta.control.cmd = Control::kLeave;
+    leave.meta.request = true;
+    leave.meta.recipient = kScheduler;
+    SendControl(leave);
+    auto deadline = std::chrono::steady_clock::now() + kFinalizeWait;
+    while (outbox_ && outbox_->Size() > 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  if (plugin_seat_) plugin_seat_->Stop();
+  StopRuntime();
   {
     std::unique_lock<std::shared_mutex> dispatch_lock(dispatch_mu_);
     if (!early_messages_.empty()) {
@@ -149,6 +263,13 @@ void Postoffice::Finalize(int customer_id, bool do_barrier) {
     }
   }
   scheduler_.reset();
+  plugin_seat_.reset();
+}
+
+void Postoffice::StopRuntime() {
+  // Timers first, so that nothing sends on a stopping van.
+  if (loop_) loop_->Stop();
+  if (van_) van_->Stop();
 }
 
 void Postoffice::Barrier(int customer_id, int node_group) {
@@ -171,227 +292,124 @@ void Postoffice::Barrier(int customer_id, int node_group) {
   req.meta.customer_id = customer_id;
   req.meta.request = true;
   req.meta.recipient = kScheduler;
-  Status s = Send(req);
-  if (!s.ok()) throw Error("Barrier: cannot reach the scheduler: " + s.message());
+  if (is_scheduler()) {
+    // The scheduler's own entry goes straight to its role, on the control loop.
+    req.meta.sender = kScheduler;
+    loop_->Post([this, req]() mutable { HandleControl(req); });
+  } else {
+    Status s = SendControl(req);
+    if (!s.ok()) throw Error("Barrier: cannot reach the scheduler: " + s.message());
+  }
   std::unique_lock<std::mutex> lock(state_mu_);
-  state_cv_.wait(lock, [&] { return barrier_releases_[key] > seen; });
+  state_cv_.wait(lock, [&] { return barrier_releases_[key] > seen || !fatal_error_.empty(); });
+  if (barrier_releases_[key] <= seen) throw Error("Barrier: " + fatal_error_);
 }
 
-Status Postoffice::Send(Message& msg) {
+Status Postoffice::Send(Message& msg, SendMode mode) {
   msg.meta.sender = my_node_.id;
-  if (verbose() && !msg.meta.control.empty()) LOG(INFO) << "send " << msg.DebugString();
-  return van_->Send(msg);
+  msg.meta.sender_incarnation = process_incarnation_;
+  const MembershipView* view = membership_.Get();
+  const Node* to = view->Find(msg.meta.recipient);
+  if (view->version > 0 && to && !to->alive()) {
+    return Status::Unavailable(std::string(RoleName(to->role)) + " " +
+                               std::to_string(to->rank) + " (node " + std::to_string(to->id) +
+                               ") is " + StateName(to->state));
+  }
+  LOG_IF(INFO, verbose() && !msg.meta.control.empty()) << "send " << msg.DebugString();
+  if (!outbox_ || msg.meta.control.cmd == Control::kAck ||
+      msg.meta.control.cmd == Control::kHeartbeat) {
+    return van_->Send(msg, mode);
+  }
+  uint64_t seq = outbox_->Track(&msg, std::chrono::steady_clock::now());
+  Status s = van_->Send(msg, mode);
+  // A message that could not leave is the caller's failure to report; a resend
+  // behind its back would deliver what the caller was told failed.
+  if (!s.ok()) outbox_->Ack(msg.meta.recipient, seq);
+  return s;
+}
+
+Status Postoffice::SendControl(Message& msg) {
+  if (!outbox_) return Send(msg, SendMode::kNonBlocking);
+  // With resend on, a message that finds the peer's queue full is still tracked and
+  // goes out with the next resend.
+  msg.meta.sender = my_node_.id;
+  msg.meta.sender_incarnation = process_incarnation_;
+  const MembershipView* view = membership_.Get();
+  const Node* to = view->Find(msg.meta.recipient);
+  if (view->version > 0 && to && !to->alive()) {
+    return Status::Unavailable("node " + std::to_string(to->id) + " is " + StateName(to->state));
+  }
+  outbox_->Track(&msg, std::chrono::steady_clock::now());
+  van_->Send(msg, SendMode::kNonBlocking);
+  return Status::OK();
 }
 
 std::vector<int> Postoffice::GetNodeIDs(int node_group) const {
-  std::lock_guard<std::mutex> lock(state_mu_);
-  std::vector<int> ids;
-  if (node_group >= 8) {
-    for (const Node& n : nodes_) {
-      if (n.id == node_group) ids.push_back(n.id);
+  return membership_.Get()->Ids(node_group, /*alive_only=*/true);
+}
+
+NodeStats Postoffice::stats() const {
+  NodeStats s;
+  s.forged_messages = forged_.load();
+  s.from_gone_nodes = from_gone_.load();
+  s.injected_drops = injected_drops_.load();
+  s.resent_messages = resent_.load();
+  s.duplicates = duplicates_.load();
+  s.expired_early_messages = expired_early_.load();
+  if (scheduler_) s.refused_joins = scheduler_->refused_joins();
+  if (outbox_) s.awaiting_ack = outbox_->Size();
+  return s;
+}
+
+void Postoffice::InstallMembership(MembershipView view) {
+  const MembershipView* old = membership_.Get();
+  std::vector<Node> gone;
+  for (const Node& n : view.nodes) {
+    const Node* before = old->Find(n.id);
+    if (n.id == my_node_.id) continue;
+    if (n.alive() && (!before || before->endpoint != n.endpoint)) {
+      Status s = van_->Connect(n.id, n.endpoint);
+      if (!s.ok()) LOG(ERROR) << "cannot connect to " << n.DebugString() << ": " << s;
     }
-    return ids;
+    if (!n.alive() && (!before || before->alive())) gone.push_back(n);
   }
-  for (const Node& n : nodes_) {
-    bool in = (n.role == Node::kSchedulerRole && (node_group & kScheduler)) ||
-              (n.role == Node::kServerRole && (node_group & kServerGroup)) ||
-              (n.role == Node::kWorkerRole && (node_group & kWorkerGroup));
-    if (in) ids.push_back(n.id);
-  }
-  return ids;
-}
-
-std::vector<Node> Postoffice::nodes() const {
-  std::lock_guard<std::mutex> lock(state_mu_);
-  return nodes_;
-}
-
-void Postoffice::InstallNodeTable(const std::vector<Node>& nodes, int my_id) {
-  std::vector<int> servers;
-  for (const Node& n : nodes) {
-    if (n.id == my_id) my_node_ = n;
-    if (n.role == Node::kServerRole) servers.push_back(n.rank);
-    Status s = van_->Connect(n.id, n.endpoint);
-    if (!s.ok()) LOG(ERROR) << "cannot connect to " << n.DebugString() << ": " << s;
-  }
-  ring_ = ConsistentHashRing(servers, config_.ring_virtual_nodes);
-  {
-    std::lock_guard<std::mutex> lock(state_mu_);
-    nodes_ = nodes;
-    node_ids_.clear();
-    for (const Node& n : nodes) node_ids_.insert(n.id);
-    ready_.store(true, std::memory_order_release);
-  }
-  state_cv_.notify_all();
-  // Data that raced ahead of the node table can be delivered now.
-  std::unique_lock<std::shared_mutex> dispatch_lock(dispatch_mu_);
-  std::deque<EarlyMessage> early;
-  early.swap(early_messages_);
-  early_bytes_ = 0;
-  has_early_ = false;
-  dispatch_lock.unlock();
-  for (EarlyMessage& m : early) DispatchData(m.msg);
-}
-
-void Postoffice::OnMessage(Message&& msg) {
-  if (verbose() && !msg.meta.control.empty()) LOG(INFO) << "recv " << msg.DebugString();
-  if (has_early_.load(std::memory_order_relaxed)) ExpireEarlyMessages();
-  if (msg.meta.control.empty()) {
-    DispatchData(msg);
-  } else {
-    HandleControl(msg);
-  }
-}
-
-void Postoffice::HandleControl(Message& msg) {
-  switch (msg.meta.control.cmd) {
-    case Control::kAddNode:
-      if (msg.meta.request) {
-        if (scheduler_) {
-          scheduler_->HandleAddNode(msg);
-        } else {
-          LOG(WARNING) << "join request sent to a non-scheduler node; ignored";
-        }
-      } else if (msg.meta.sender == kScheduler && !is_scheduler()) {
-        HandleNodeTable(msg);
-      }
-      break;
-    case Control::kBarrier:
-      if (msg.meta.request) {
-        if (scheduler_) scheduler_->HandleBarrier(msg);
-      } else if (msg.meta.sender == kScheduler) {
-        HandleBarrierRelease(msg);
-      }
-      break;
-    default:
-      LOG(WARNING) << "control command " << msg.meta.control.cmd << " not handled yet; ignored";
-  }
-}
-
-void Postoffice::HandleNodeTable(const Message& msg) {
-  {
-    std::lock_guard<std::mutex> lock(state_mu_);
-    if (ready_) return;  // the table is handed out once
-    if (msg.meta.status_code != 0) {
-      join_error_ = Status::FromWire(msg.meta.status_code, msg.meta.status_message);
-      state_cv_.notify_all();
-      return;
-    }
-  }
-  int my_id = kEmpty;
-  for (const Node& n : msg.meta.control.nodes) {
-    if (n.endpoint == my_node_.endpoint) my_id = n.id;
-  }
-  if (my_id == kEmpty) {
-    LOG(WARNING) << "node table from the scheduler does not list this node; ignored";
-    return;
-  }
-  InstallNodeTable(msg.meta.control.nodes, my_id);
-}
-
-void Postoffice::HandleBarrierRelease(const Message& msg) {
-  {
-    std::lock_guard<std::mutex> lock(state_mu_);
-    ++barrier_releases_[{msg.meta.control.barrier_group, msg.meta.customer_id}];
-  }
-  state_cv_.notify_all();
-}
-
-void Postoffice::ReplyError(const Message& request, const Status& status) {
-  Message reply;
-  reply.meta.app_id = request.meta.app_id;
-  reply.meta.customer_id = request.meta.customer_id;
-  reply.meta.timestamp = request.meta.timestamp;
-  reply.meta.push = request.meta.push;
-  reply.meta.pull = request.meta.pull;
-  reply.meta.head = request.meta.head;
-  reply.meta.request = false;
-  reply.meta.recipient = request.meta.sender;
-  reply.meta.status_code = static_cast<int>(status.code());
-  reply.meta.status_message = status.message();
-  Status s = Send(reply);
-  if (!s.ok()) LOG(WARNING) << "cannot send error reply to node " << request.meta.sender;
-}
-
-void Postoffice::DispatchData(Message& msg) {
-  std::shared_lock<std::shared_mutex> lock(dispatch_mu_);
-  bool ready = ready_.load(std::memory_order_acquire);
-  // Requests go to the app's request handler, registered as (app_id, app_id) as in
-  // ps-lite; responses go back to the customer that issued the request.
-  int customer_id = msg.meta.request ? msg.meta.app_id : msg.meta.customer_id;
-  auto hold_early = [&]() {
-    lock.unlock();
-    std::unique_lock<std::shared_mutex> write(dispatch_mu_);
-    // The customer may have registered (and drained the held messages) while no lock
-    // was held: deliver now, or this message would wait behind newer ones.
-    if (ready_.load(std::memory_order_acquire)) {
-      auto found = customers_.find({msg.meta.app_id, customer_id});
-      if (found != customers_.end()) {
-        found->second->Accept(msg);
-        return true;
+  bool first = old->version == 0;
+  for (const Node& n : view.nodes) {
+    if (n.id == my_node_.id) {
+      Node::State state = n.state;
+      my_node_ = n;
+      if (state == Node::kDead && !finalizing_) {
+        membership_.Publish(std::move(view));
+        GiveUp("the scheduler declared this node dead (silent for more than "
+               "PS_HEARTBEAT_TIMEOUT); a dead node does not come back");
+        return;
       }
     }
-    size_t bytes = msg.DataBytes();
-    if (early_messages_.size() < kMaxEarlyMessages && early_bytes_ + bytes <= kMaxEarlyBytes) {
-      early_bytes_ += bytes;
-      early_messages_.push_back({std::move(msg), std::chrono::steady_clock::now()});
-      has_early_ = true;
-      return true;
+  }
+  membership_.Publish(std::move(view));
+  if (first) return;
+  for (const Node& n : gone) {
+    if (n.state == Node::kDead) {
+      LOG(ERROR) << n.DebugString() << " is dead (silent for more than PS_HEARTBEAT_TIMEOUT="
+                 << config_.heartbeat_timeout_s << " s)";
+    } else {
+      LOG_IF(INFO, verbose()) << n.DebugString() << " left the job";
     }
-    return false;
-  };
-  if (!ready) {
-    if (!hold_early()) LOG(WARNING) << "data before the node table, over the limit; dropped";
-    return;
+    van_->Disconnect(n.id);
+    if (outbox_) outbox_->DropPeer(n.id);
+    Status why = Status::Unavailable(
+        std::string(RoleName(n.role)) + " " + std::to_string(n.rank) + " (node " +
+        std::to_string(n.id) + ", " + n.endpoint + ") " +
+        (n.state == Node::kDead ? "is dead: silent for more than PS_HEARTBEAT_TIMEOUT=" +
+                                      std::to_string(config_.heartbeat_timeout_s) + " s"
+                                : std::string("left the job")));
+    std::shared_lock<std::shared_mutex> lock(dispatch_mu_);
+    for (auto& kv : customers_) kv.second->AbortRequestsWaitingFor(n, why);
   }
-  if (!node_ids_.count(msg.meta.sender)) {
-    LOG_IF(WARNING, stray_log_.ShouldLog())
-        << "data message from unknown node " << msg.meta.sender << " dropped";
-    return;
-  }
-  auto it = customers_.find({msg.meta.app_id, customer_id});
-  if (it != customers_.end()) {
-    it->second->Accept(msg);
-    return;
-  }
-  if (!msg.meta.request) {
-    LOG_IF(WARNING, stray_log_.ShouldLog())
-        << "response for app " << msg.meta.app_id << " customer " << customer_id
-        << ", which does not exist on this node, dropped";
-    return;
-  }
-  Message copy = msg;
-  if (!hold_early()) {
-    ReplyError(copy, Status::NotFound("app " + std::to_string(copy.meta.app_id) +
-                                      " is not running on node " + std::to_string(my_id())));
-  }
-}
-
-void Postoffice::ExpireEarlyMessages() {
-  if (!ready_.load(std::memory_order_acquire)) return;  // still joining: keep them
-  auto deadline = std::chrono::steady_clock::now() - kEarlyMessageGrace;
-  std::vector<Message> expired;
-  {
-    std::unique_lock<std::shared_mutex> lock(dispatch_mu_);
-    while (!early_messages_.empty() && early_messages_.front().arrived < deadline) {
-      early_bytes_ -= early_messages_.front().msg.DataBytes();
-      expired.push_back(std::move(early_messages_.front().msg));
-      early_messages_.pop_front();
-    }
-    has_early_ = !early_messages_.empty();
-  }
-  for (const Message& m : expired) {
-    if (!m.meta.request) continue;
-    ReplyError(m, Status::NotFound("app " + std::to_string(m.meta.app_id) +
-                                   " is not running on node " + std::to_string(my_id())));
-  }
+  if (plugin_seat_) plugin_seat_->OnMembershipChange(membership_.Get());
 }
 
 void Postoffice::AddCustomer(Customer* customer) {
-  if (!started()) {
-    throw Error("create KVWorker / KVServer after ps::Start (app " +
-                std::to_string(customer->app_id()) + ")");
-  }
   std::unique_lock<std::shared_mutex> lock(dispatch_mu_);
   auto key = std::make_pair(customer->app_id(), customer->customer_id());
   if (customers_.count(key)) {
@@ -400,12 +418,13 @@ void Postoffice::AddCustomer(Customer* customer) {
   }
   customers_[key] = customer;
   // Deliver what arrived for it before it existed, in arrival order, before any new
-  // message (the van thread waits on dispatch_mu_ meanwhile).
+  // message (the receive thread waits on dispatch_mu_ meanwhile).
   std::deque<EarlyMessage> keep;
+  bool joined = joined_.load();
   for (EarlyMessage& e : early_messages_) {
     Message& m = e.msg;
     int cid = m.meta.request ? m.meta.app_id : m.meta.customer_id;
-    if (m.meta.app_id == key.first && cid == key.second) {
+    if (joined && m.meta.app_id == key.first && cid == key.second) {
       early_bytes_ -= m.DataBytes();
       customer->Accept(m);
     } else {

@@ -3,58 +3,137 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <sstream>
 
 #include "ps/base.h"
+#include "ps/internal/event_loop.h"
 #include "ps/internal/postoffice.h"
 
 namespace ps {
+namespace {
+
+// Refused joins are answered from a few temporary ids, reused in turn, so that a
+// flood of bad joins costs a bounded number of connections. Above every real id.
+constexpr int kRefusalIdBase = 1 << 28;
+constexpr int kRefusalSlots = 16;
+// How often the scheduler says who it is still waiting for.
+constexpr std::chrono::seconds kProgressEvery(5);
+constexpr std::chrono::seconds kSlowBarrier(30);
+
+// Compares without an early exit, so that timing does not reveal the token.
+bool SameToken(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+std::chrono::milliseconds Millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+}  // namespace
 
 SchedulerRole::SchedulerRole(Postoffice* postoffice, const Config& config, const Node& self)
     : postoffice_(postoffice), config_(config), self_(self) {}
 
-void SchedulerRole::Reply(int recipient_id, const std::string& endpoint, Message& msg) {
-  Status s = postoffice_->van()->Connect(recipient_id, endpoint);
-  if (s.ok()) {
-    msg.meta.recipient = recipient_id;
-    s = postoffice_->Send(msg);
+void SchedulerRole::Begin() {
+  begun_ = Clock::now();
+  EventLoop* loop = postoffice_->control_loop();
+  loop->RunEvery(kProgressEvery, [this] { LogProgress(); });
+  if (config_.heartbeat_interval_s > 0) {
+    auto check = std::max(std::chrono::milliseconds(50),
+                          std::min(Millis(config_.heartbeat_interval_s),
+                                   std::chrono::milliseconds(250)));
+    loop->RunEvery(check, [this] { CheckLiveness(); });
   }
-  if (!s.ok()) LOG(WARNING) << "cannot answer node at " << endpoint << ": " << s;
 }
 
-void SchedulerRole::HandleAddNode(const Message& msg) {
+void SchedulerRole::Handle(const Message& msg) {
+  switch (msg.meta.control.cmd) {
+    case Control::kAddNode:
+      if (msg.meta.request) HandleJoin(msg);
+      break;
+    case Control::kHeartbeat:
+      if (msg.meta.request) HandleHeartbeat(msg);
+      break;
+    case Control::kBarrier:
+      if (msg.meta.request) HandleBarrier(msg);
+      break;
+    case Control::kLeave:
+      if (complete_) MarkGone(msg.meta.sender, Node::kLeft);
+      break;
+    default:
+      break;
+  }
+}
+
+void SchedulerRole::Refuse(const Node& node, const std::string& why) {
+  uint64_t n = refused_joins_.fetch_add(1) + 1;
+  LOG_IF(WARNING, refusal_log_.ShouldLog())
+      << "refused the join of " << RoleName(node.role) << " at '" << node.endpoint
+      << "': " << why << " (" << n << " refused so far)";
+  if (node.endpoint.empty()) return;
+  Message reply;
+  reply.meta.control.cmd = Control::kAddNode;
+  reply.meta.status_code = static_cast<int>(Status::Code::kUnavailable);
+  reply.meta.status_message = "the scheduler refused this node: " + why;
+  int temp_id = kRefusalIdBase + refusal_slot_;
+  refusal_slot_ = (refusal_slot_ + 1) % kRefusalSlots;
+  if (postoffice_->van()->Connect(temp_id, node.endpoint).ok()) {
+    reply.meta.recipient = temp_id;
+    postoffice_->Send(reply, SendMode::kNonBlocking);
+  }
+}
+
+void SchedulerRole::HandleJoin(const Message& msg) {
   if (msg.meta.control.nodes.size() != 1) {
-    LOG(WARNING) << "join request with " << msg.meta.control.nodes.size()
-                 << " node entries ignored";
+    Refuse(Node(), "a join must describe exactly one node");
     return;
   }
   Node node = msg.meta.control.nodes[0];
-  if (node.role == Node::kSchedulerRole || node.endpoint.empty()) {
-    LOG(WARNING) << "join request from " << node.DebugString() << " ignored: "
-                 << (node.endpoint.empty() ? "no endpoint" : "a second scheduler");
+  if (!config_.job_token.empty() && !SameToken(msg.meta.control.token, config_.job_token)) {
+    Refuse(node, msg.meta.control.token.empty()
+                     ? "it has no PS_JOB_TOKEN and this job requires one"
+                     : "its PS_JOB_TOKEN is not this job's");
     return;
   }
-  for (const Node& n : joining_) {
-    if (n.endpoint == node.endpoint) return;  // a repeated request
+  if (node.role == Node::kSchedulerRole || node.endpoint.empty() ||
+      node.identity != msg.peer_identity || node.identity.empty()) {
+    Refuse(node, node.role == Node::kSchedulerRole ? "a second scheduler"
+                                                   : "no endpoint or a wrong identity");
+    return;
   }
   if (complete_) {
-    // Re-joining after a failure is the fault-tolerance layer's business; until then
-    // a late node is told plainly that the job is full.
-    Message reply;
-    reply.meta.control.cmd = Control::kAddNode;
-    reply.meta.status_code = static_cast<int>(Status::Code::kUnavailable);
-    reply.meta.status_message = "the job already has " + std::to_string(config_.num_workers) +
-                                " workers and " + std::to_string(config_.num_servers) +
-                                " servers; this node is one too many";
-    // Temporary id for the reply only: above every real id, so it clashes with none.
-    Reply(Postoffice::WorkerRankToID(1 << 22), node.endpoint, reply);
-    LOG(WARNING) << "refused " << node.DebugString() << ": job is full";
+    for (const Node& n : view_.nodes) {
+      if (n.endpoint == node.endpoint && n.identity == node.identity) {
+        if (n.alive()) SendTable(n);  // our reply was lost: send it again
+        return;
+      }
+    }
+    Refuse(node, "the job already has its " + std::to_string(config_.num_workers) +
+                     " workers and " + std::to_string(config_.num_servers) + " servers");
+    return;
+  }
+  int same_role = 0;
+  for (Node& n : joining_) {
+    if (n.endpoint == node.endpoint) {
+      n = node;  // a repeated join (or a restart before the job began)
+      return;
+    }
+    same_role += n.role == node.role;
+  }
+  int wanted = node.role == Node::kWorkerRole ? config_.num_workers : config_.num_servers;
+  if (same_role >= wanted) {
+    Refuse(node, "the job wants " + std::to_string(wanted) + " " + RoleName(node.role) +
+                     "s and all have joined; this one is surplus");
     return;
   }
   joining_.push_back(node);
-  if (postoffice_->verbose()) {
-    LOG(INFO) << "node joined: " << node.DebugString() << " (" << joining_.size() << "/"
-              << config_.num_workers + config_.num_servers << ")";
-  }
+  LOG_IF(INFO, postoffice_->verbose())
+      << "node joined: " << RoleName(node.role) << " at " << node.endpoint << " ("
+      << joining_.size() << "/" << config_.num_workers + config_.num_servers << ")";
   if (joining_.size() == static_cast<size_t>(config_.num_workers + config_.num_servers)) {
     AssignAndBroadcast();
   }
@@ -62,8 +141,12 @@ void SchedulerRole::HandleAddNode(const Message& msg) {
 
 void SchedulerRole::AssignAndBroadcast() {
   complete_ = true;
-  std::vector<Node> table;
-  table.push_back(self_);
+  MembershipView view;
+  view.version = 1;
+  Node self = self_;
+  self.state = Node::kLive;
+  view.nodes.push_back(self);
+  std::vector<int> servers;
   for (Node::Role role : {Node::kServerRole, Node::kWorkerRole}) {
     std::vector<Node*> group;
     for (Node& n : joining_) {
@@ -86,46 +169,164 @@ void SchedulerRole::AssignAndBroadcast() {
       n->rank = hints_ok ? n->rank_hint : static_cast<int>(i);
       n->id = role == Node::kServerRole ? Postoffice::ServerRankToID(n->rank)
                                         : Postoffice::WorkerRankToID(n->rank);
+      n->state = Node::kLive;
+      if (role == Node::kServerRole) servers.push_back(n->rank);
     }
   }
-  for (const Node& n : joining_) table.push_back(n);
-  std::sort(table.begin(), table.end(), [](const Node& a, const Node& b) { return a.id < b.id; });
-
-  postoffice_->InstallNodeTable(table, self_.id);
+  for (const Node& n : joining_) view.nodes.push_back(n);
+  std::sort(view.nodes.begin(), view.nodes.end(),
+            [](const Node& a, const Node& b) { return a.id < b.id; });
+  view.ring = ConsistentHashRing(servers, config_.ring_virtual_nodes);
+  view_ = view;
+  postoffice_->InstallMembership(std::move(view));
+  // Joined before the tables leave: the first barrier request may follow at once.
+  postoffice_->MarkJoined();
+  Clock::time_point now = Clock::now();
   for (const Node& n : joining_) {
-    Message reply;
-    reply.meta.control.cmd = Control::kAddNode;
-    reply.meta.control.nodes = table;
-    Reply(n.id, n.endpoint, reply);
+    last_heard_[n.id] = now;
+    SendTable(n);
   }
   LOG(INFO) << "all " << joining_.size() << " nodes joined (" << config_.num_servers
             << " servers, " << config_.num_workers << " workers)";
+  joining_.clear();
+}
+
+void SchedulerRole::SendTable(const Node& node) {
+  Message reply;
+  reply.meta.control.cmd = Control::kAddNode;
+  reply.meta.control.nodes = view_.nodes;
+  reply.meta.control.membership_version = view_.version;
+  reply.meta.recipient = node.id;
+  Status s = postoffice_->SendControl(reply);
+  LOG_IF(WARNING, !s.ok()) << "cannot send the node table to " << node.DebugString() << ": "
+                           << s;
+}
+
+void SchedulerRole::HandleHeartbeat(const Message& msg) {
+  auto it = last_heard_.find(msg.meta.sender);
+  if (it == last_heard_.end()) return;  // not a live node (anymore)
+  it->second = Clock::now();
+  Message reply;
+  reply.meta.control.cmd = Control::kHeartbeat;
+  reply.meta.control.membership_version = view_.version;
+  // A node that missed a membership change gets the whole table with the reply.
+  if (msg.meta.control.membership_version < view_.version) reply.meta.control.nodes = view_.nodes;
+  reply.meta.recipient = msg.meta.sender;
+  postoffice_->Send(reply, SendMode::kNonBlocking);
+}
+
+void SchedulerRole::CheckLiveness() {
+  if (!complete_) return;
+  Clock::time_point now = Clock::now();
+  auto timeout = Millis(config_.heartbeat_timeout_s);
+  std::vector<int> silent;
+  for (const auto& kv : last_heard_) {
+    if (now - kv.second > timeout) silent.push_back(kv.first);
+  }
+  for (int id : silent) MarkGone(id, Node::kDead);
+}
+
+void SchedulerRole::MarkGone(int id, Node::State state) {
+  if (!last_heard_.erase(id)) return;  // not live: nothing changes
+  for (Node& n : view_.nodes) {
+    if (n.id == id) {
+      n.state = state;
+      if (state == Node::kDead) {
+        LOG(ERROR) << n.DebugString() << " has been silent for more than PS_HEARTBEAT_TIMEOUT="
+                   << config_.heartbeat_timeout_s << " s: declared dead";
+      } else {
+        LOG_IF(INFO, postoffice_->verbose()) << n.DebugString() << " left the job";
+      }
+    }
+  }
+  ++view_.version;
+  postoffice_->InstallMembership(view_);
+  // Once the scheduler is finalizing, everyone is leaving: nobody needs the news.
+  if (!postoffice_->finalizing_) Broadcast();
+  ReleaseCompleteBarriers();
+}
+
+void SchedulerRole::Broadcast() {
+  for (const Node& n : view_.nodes) {
+    if (n.id == self_.id || !n.alive()) continue;
+    Message update;
+    update.meta.control.cmd = Control::kMembership;
+    update.meta.control.nodes = view_.nodes;
+    update.meta.control.membership_version = view_.version;
+    update.meta.recipient = n.id;
+    postoffice_->SendControl(update);
+  }
 }
 
 void SchedulerRole::HandleBarrier(const Message& msg) {
   int group = msg.meta.control.barrier_group;
-  int customer = msg.meta.customer_id;
-  std::vector<int> members = postoffice_->GetNodeIDs(group);
-  if (members.empty() ||
-      std::find(members.begin(), members.end(), msg.meta.sender) == members.end()) {
-    LOG(WARNING) << "barrier request from node " << msg.meta.sender << " for group " << group
-                 << " it is not in; ignored";
+  std::vector<int> members = view_.Ids(group, /*alive_only=*/true);
+  if (std::find(members.begin(), members.end(), msg.meta.sender) == members.end()) {
+    LOG_IF(WARNING, refusal_log_.ShouldLog())
+        << "barrier request from node " << msg.meta.sender << " for group " << group
+        << " it is not a live member of; ignored";
     return;
   }
-  auto key = std::make_pair(group, customer);
-  auto& arrived = barrier_arrivals_[key];
-  arrived.insert(msg.meta.sender);
-  if (arrived.size() < members.size()) return;
-  barrier_arrivals_.erase(key);
-  for (int id : members) {
-    Message release;
-    release.meta.control.cmd = Control::kBarrier;
-    release.meta.control.barrier_group = group;
-    release.meta.customer_id = customer;
-    release.meta.request = false;
-    release.meta.recipient = id;
-    Status s = postoffice_->Send(release);
-    if (!s.ok()) LOG(WARNING) << "cannot release node " << id << " from barrier: " << s;
+  auto key = std::make_pair(group, msg.meta.customer_id);
+  auto it = barriers_.find(key);
+  if (it == barriers_.end()) it = barriers_.emplace(key, PendingBarrier{{}, Clock::now()}).first;
+  it->second.arrived.insert(msg.meta.sender);
+  ReleaseCompleteBarriers();
+}
+
+void SchedulerRole::ReleaseCompleteBarriers() {
+  for (auto it = barriers_.begin(); it != barriers_.end();) {
+    std::vector<int> members = view_.Ids(it->first.first, /*alive_only=*/true);
+    bool complete = std::all_of(members.begin(), members.end(),
+                                [&](int id) { return it->second.arrived.count(id) > 0; });
+    if (!complete) {
+      ++it;
+      continue;
+    }
+    for (int id : members) {
+      Message release;
+      release.meta.control.cmd = Control::kBarrier;
+      release.meta.control.barrier_group = it->first.first;
+      release.meta.customer_id = it->first.second;
+      release.meta.request = false;
+      release.meta.recipient = id;
+      if (id == self_.id) {
+        release.meta.sender = self_.id;
+        postoffice_->HandleBarrierRelease(release);
+      } else {
+        Status s = postoffice_->SendControl(release);
+        LOG_IF(WARNING, !s.ok()) << "cannot release node " << id << " from a barrier: " << s;
+      }
+    }
+    it = barriers_.erase(it);
+  }
+}
+
+void SchedulerRole::LogProgress() {
+  Clock::time_point now = Clock::now();
+  if (!complete_) {
+    int workers = 0, servers = 0;
+    for (const Node& n : joining_) (n.role == Node::kWorkerRole ? workers : servers)++;
+    LOG(INFO) << "waiting for nodes to join ("
+              << std::chrono::duration_cast<std::chrono::seconds>(now - begun_).count()
+              << " s of PS_START_TIMEOUT=" << config_.start_timeout_s << " s): " << workers
+              << "/" << config_.num_workers << " workers and " << servers << "/"
+              << config_.num_servers << " servers have joined";
+    return;
+  }
+  for (const auto& kv : barriers_) {
+    if (now - kv.second.since < kSlowBarrier) continue;
+    std::ostringstream missing;
+    for (int id : view_.Ids(kv.first.first, true)) {
+      if (!kv.second.arrived.count(id)) {
+        const Node* n = view_.Find(id);
+        missing << " " << (n ? RoleName(n->role) : "node") << "-" << (n ? n->rank : id);
+      }
+    }
+    LOG(INFO) << "barrier of group " << kv.first.first << " (customer " << kv.first.second
+              << ") has waited "
+              << std::chrono::duration_cast<std::chrono::seconds>(now - kv.second.since).count()
+              << " s for:" << missing.str();
   }
 }
 

@@ -1,16 +1,24 @@
-// SchedulerRole: what the scheduler node does for the job: it admits nodes, assigns
-// their ids and ranks, hands every node the node table, and releases barriers.
+// SchedulerRole: what the scheduler node does for the job. It admits nodes (with the
+// job's token, refusing surplus ones at once), assigns their ids and ranks, owns the
+// membership (declares silent nodes dead, records nodes that leave, broadcasts every
+// change) and releases barriers among the live members of a group.
 //
-// Thread safety: used only on the scheduler's van receive thread.
+// Thread safety: used only on the scheduler's control loop (EventLoop) thread, except
+// refused_joins(), which any thread may read.
 #ifndef HERDPS_PS_SCHEDULER_ROLE_H_
 #define HERDPS_PS_SCHEDULER_ROLE_H_
 
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "ps/internal/config.h"
+#include "ps/internal/log_limiter.h"
+#include "ps/internal/membership.h"
 #include "ps/internal/message.h"
 
 namespace ps {
@@ -19,26 +27,47 @@ class Postoffice;
 
 class SchedulerRole {
  public:
+  using Clock = std::chrono::steady_clock;
   SchedulerRole(Postoffice* postoffice, const Config& config, const Node& self);
 
-  // A node asks to join. Once all expected nodes have, ranks are assigned (by the
-  // launcher's rank hints when they form a permutation, else by arrival) and the
-  // table goes to every node.
-  void HandleAddNode(const Message& msg);
-  // A node entered a barrier; when the whole group has, everyone in it is released.
-  void HandleBarrier(const Message& msg);
+  // Arms the scheduler's timers (join progress, liveness). Once, after the van runs.
+  void Begin();
+  // A control message for the scheduler (joins, heartbeats, barriers, leaves).
+  void Handle(const Message& msg);
+  uint64_t refused_joins() const { return refused_joins_.load(); }
 
  private:
+  struct PendingBarrier {
+    std::set<int> arrived;
+    Clock::time_point since;
+  };
+  void HandleJoin(const Message& msg);
+  void Refuse(const Node& node, const std::string& why);
   void AssignAndBroadcast();
-  void Reply(int recipient_id, const std::string& endpoint, Message& msg);
+  void SendTable(const Node& node);
+  void HandleHeartbeat(const Message& msg);
+  void HandleBarrier(const Message& msg);
+  // Releases every pending barrier whose live members have all arrived.
+  void ReleaseCompleteBarriers();
+  void CheckLiveness();
+  void LogProgress();
+  // Marks a node dead or left, publishes and broadcasts the new membership.
+  void MarkGone(int id, Node::State state);
+  void Broadcast();
 
   Postoffice* postoffice_;
   Config config_;
   Node self_;
-  std::vector<Node> joining_;  // arrival order
+  std::vector<Node> joining_;  // arrival order, until the job is complete
   bool complete_ = false;
-  // Senders that entered each (group, customer_id) barrier and are not released yet.
-  std::map<std::pair<int, int>, std::set<int>> barrier_arrivals_;
+  Clock::time_point begun_;
+  MembershipView view_;  // the truth, once complete
+  std::map<int, Clock::time_point> last_heard_;  // live nodes, by id
+  // Entries of each (group, customer_id) barrier not released yet.
+  std::map<std::pair<int, int>, PendingBarrier> barriers_;
+  int refusal_slot_ = 0;  // cycles the temporary ids used to answer refused joins
+  std::atomic<uint64_t> refused_joins_{0};
+  LogLimiter refusal_log_;
 };
 
 }  // namespace ps

@@ -78,7 +78,9 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
   }
   last_checkpoint_clock_ = clock_.load();
   last_checkpoint_time_ = NowSeconds();
-  server_ = std::make_unique<KVServer<float>>(app_id);
+  // The handle only splits requests onto the shards' bounded queues, so it runs on the
+  // receive thread: one hand-off (receive thread -> shard) per request.
+  server_ = std::make_unique<KVServer<float>>(app_id, Customer::Delivery::kReceiveThread);
   server_->set_request_handle(
       [this](const KVMeta& meta, const KVPairs<float>& data, KVServer<float>*) {
         Handle(meta, data);
@@ -87,13 +89,14 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
 
 OptimizerServer::~OptimizerServer() {
   server_->Close();  // no new requests; the shards finish and answer the taken ones
+  if (writer_.joinable()) writer_.join();
   shards_.clear();
   server_.reset();
 }
 
 void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
   size_t n = data.keys.size();
-  if (options_.sync_aggregation && meta.push && (meta.sender < 9 || meta.sender % 2 == 0)) {
+  if (options_.sync_aggregation && meta.push && !IsWorkerId(meta.sender)) {
     server_->ResponseError(meta, Status::InvalidArgument(
                                      "synchronous aggregation takes pushes from workers only"));
     answered_.fetch_add(1, std::memory_order_relaxed);
@@ -164,17 +167,48 @@ void OptimizerServer::MaybeCheckpoint() {
              (options_.checkpoint_every_seconds > 0 &&
               NowSeconds() - last_checkpoint_time_ >= options_.checkpoint_every_seconds);
   if (!due) return;
+  if (writing_.load()) return;  // the last save is still being written: try later
   last_checkpoint_clock_ = clock;
   last_checkpoint_time_ = NowSeconds();
-  // On the receive thread, after this request's parts were queued: nothing may escape,
-  // or the request would be answered a second time with the error.
-  Status s;
+  // On the receive thread, after this request's parts were queued: the snapshot is
+  // taken here (a consistent cut, at memory speed); writing and fsync-ing it happen on
+  // a writer thread, so the node goes on reading meanwhile. Nothing may escape, or the
+  // request would be answered a second time with the error.
+  auto data = std::make_shared<CheckpointData>();
   try {
-    s = SaveCheckpoint();
+    std::lock_guard<std::mutex> lock(save_mu_);
+    Snapshot(data.get());
   } catch (const std::exception& e) {
-    s = Status::Internal(e.what());
+    LOG(ERROR) << "periodic checkpoint failed: " << e.what();
+    return;
   }
-  if (!s.ok()) LOG(ERROR) << "periodic checkpoint failed: " << s;
+  if (writer_.joinable()) writer_.join();
+  writing_ = true;
+  std::string path = CheckpointPath();
+  writer_ = std::thread([this, data, path] {
+    Status s;
+    {
+      std::lock_guard<std::mutex> lock(save_mu_);
+      try {
+        s = WriteCheckpoint(path, *data);
+      } catch (const std::exception& e) {
+        s = Status::Internal(e.what());
+      }
+    }
+    if (!s.ok()) LOG(ERROR) << "periodic checkpoint failed: " << s;
+    writing_ = false;
+  });
+}
+
+void OptimizerServer::Snapshot(CheckpointData* data) {
+  data->state_width = static_cast<uint32_t>(optimizer_->StateWidth());
+  data->optimizer = options_.optimizer.ToString();
+  // Each shard copies its keys after the work queued before this call, so the file is
+  // a consistent cut of every request taken so far.
+  data->clock = clock_.load();
+  for (auto& shard : shards_) {
+    shard->RunAndWait([&](ShardStore& store) { store.Snapshot(&data->records); });
+  }
 }
 
 std::string OptimizerServer::CheckpointPath() const {
@@ -193,14 +227,7 @@ Status OptimizerServer::SaveCheckpoint(const std::string& path) {
   // One save at a time: two would share the temporary file.
   std::lock_guard<std::mutex> lock(save_mu_);
   CheckpointData data;
-  data.state_width = static_cast<uint32_t>(optimizer_->StateWidth());
-  data.optimizer = options_.optimizer.ToString();
-  // Each shard copies its keys after the work queued before this call, so the file is
-  // a consistent cut of every request taken so far.
-  data.clock = clock_.load();
-  for (auto& shard : shards_) {
-    shard->RunAndWait([&](ShardStore& store) { store.Snapshot(&data.records); });
-  }
+  Snapshot(&data);
   return WriteCheckpoint(path, data);
 }
 

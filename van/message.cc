@@ -41,9 +41,23 @@ const char* RoleName(Node::Role role) {
   return "unknown";
 }
 
+const char* StateName(Node::State state) {
+  switch (state) {
+    case Node::kJoining:
+      return "joining";
+    case Node::kLive:
+      return "live";
+    case Node::kDead:
+      return "dead";
+    case Node::kLeft:
+      return "left";
+  }
+  return "unknown";
+}
+
 std::string Node::DebugString() const {
   std::ostringstream os;
-  os << RoleName(role) << " id=" << id << " rank=" << rank << " " << endpoint;
+  os << RoleName(role) << " " << rank << " (node " << id << ", " << endpoint << ")";
   return os.str();
 }
 

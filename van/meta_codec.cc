@@ -11,6 +11,8 @@ namespace {
 // Bounds on what a peer can make us allocate from the header alone.
 constexpr size_t kMaxNodesInControl = 1 << 16;
 constexpr size_t kMaxBodyBytes = 64 << 20;
+constexpr size_t kMaxIdentityBytes = 255;  // ZeroMQ's limit on routing ids
+constexpr size_t kMaxTokenBytes = 1024;
 
 void ToWire(const Node& n, herdps::wire::Node* p) {
   p->set_id(n.id);
@@ -20,6 +22,8 @@ void ToWire(const Node& n, herdps::wire::Node* p) {
   p->set_endpoint(n.endpoint);
   p->set_rank_hint(n.rank_hint);
   p->set_rank(n.rank);
+  if (!n.identity.empty()) p->set_identity(n.identity);
+  p->set_state(static_cast<herdps::wire::NodeState>(n.state));
 }
 
 Status FromWire(const herdps::wire::Node& p, Node* n) {
@@ -34,6 +38,15 @@ Status FromWire(const herdps::wire::Node& p, Node* n) {
   n->endpoint = p.endpoint();
   n->rank_hint = p.rank_hint();
   n->rank = p.rank();
+  if (p.identity().size() > kMaxIdentityBytes) {
+    return Status::InvalidArgument("node entry has an identity of " +
+                                   std::to_string(p.identity().size()) + " bytes");
+  }
+  n->identity = p.identity();
+  if (p.state() < herdps::wire::JOINING || p.state() > herdps::wire::LEFT) {
+    return Status::InvalidArgument("node entry has unknown state " + std::to_string(p.state()));
+  }
+  n->state = static_cast<Node::State>(p.state());
   return Status::OK();
 }
 
@@ -68,6 +81,10 @@ Status EncodeMeta(const Message& msg, std::string* out) {
     for (const Node& n : m.control.nodes) ToWire(n, c->add_node());
     c->set_barrier_group(m.control.barrier_group);
     c->set_msg_sig(m.control.msg_sig);
+    c->set_consistency(m.control.consistency);
+    c->set_staleness(m.control.staleness);
+    if (!m.control.token.empty()) c->set_token(m.control.token);
+    c->set_membership_version(m.control.membership_version);
   }
   p.set_status_code(m.status_code);
   if (!m.status_message.empty()) p.set_status_message(m.status_message);
@@ -75,6 +92,9 @@ Status EncodeMeta(const Message& msg, std::string* out) {
   p.set_clock(m.clock);
   p.set_compression(m.compression);
   p.set_sequence(m.sequence);
+  p.set_request_id(m.request_id);
+  p.set_incarnation(m.incarnation);
+  p.set_sender_incarnation(m.sender_incarnation);
   if (!p.SerializeToString(out)) return Status::Internal("meta does not serialise");
   return Status::OK();
 }
@@ -138,10 +158,13 @@ Status DecodeMeta(const void* bytes, size_t size, const std::vector<size_t>& fra
   meta->clock = p.clock();
   meta->compression = p.compression();
   meta->sequence = p.sequence();
+  meta->request_id = p.request_id();
+  meta->incarnation = p.incarnation();
+  meta->sender_incarnation = p.sender_incarnation();
   meta->control = Control();
   if (p.has_control()) {
     const auto& c = p.control();
-    if (c.cmd() < herdps::wire::DATA || c.cmd() > herdps::wire::TERMINATE) {
+    if (c.cmd() < herdps::wire::DATA || c.cmd() > Control::kLastCommand) {
       return Status::InvalidArgument("unknown control command " + std::to_string(c.cmd()));
     }
     if (static_cast<size_t>(c.node_size()) > kMaxNodesInControl) {
@@ -151,6 +174,14 @@ Status DecodeMeta(const void* bytes, size_t size, const std::vector<size_t>& fra
     meta->control.cmd = static_cast<Control::Command>(c.cmd());
     meta->control.barrier_group = c.barrier_group();
     meta->control.msg_sig = c.msg_sig();
+    meta->control.consistency = c.consistency();
+    meta->control.staleness = c.staleness();
+    if (c.token().size() > kMaxTokenBytes) {
+      return Status::InvalidArgument("join token of " + std::to_string(c.token().size()) +
+                                     " bytes is over the limit");
+    }
+    meta->control.token = c.token();
+    meta->control.membership_version = c.membership_version();
     for (const auto& pn : c.node()) {
       Node n;
       Status s = FromWire(pn, &n);

@@ -1,6 +1,7 @@
 #include "zmq_van.h"
 
 #include <glog/logging.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -24,13 +25,6 @@ constexpr int kLingerMs = 2000;
 
 // How long a send may wait for room in a peer's queue.
 constexpr int kSendTimeoutMs = 60000;
-
-std::string RandomToken(size_t n) {
-  std::random_device rd;
-  std::string s(n, '\0');
-  for (auto& c : s) c = static_cast<char>(rd() & 0xff);
-  return s;
-}
 
 std::string ZmqError() { return zmq_strerror(zmq_errno()); }
 
@@ -126,14 +120,27 @@ Status ZmqVan::Start(const VanOptions& options, Handler handler) {
   zmq_setsockopt(receiver_, ZMQ_LINGER, &linger, sizeof(linger));
   int64_t max_size = options_.max_message_bytes;
   zmq_setsockopt(receiver_, ZMQ_MAXMSGSIZE, &max_size, sizeof(max_size));
+  // A peer that reconnects (e.g. after a reset TCP connection) takes its identity
+  // back instead of being refused while the old connection is not yet noticed dead.
+  int handover = 1;
+  zmq_setsockopt(receiver_, ZMQ_ROUTER_HANDOVER, &handover, sizeof(handover));
+  if (options_.identity.size() > 255) {
+    zmq_close(receiver_);
+    zmq_ctx_term(context_);
+    receiver_ = context_ = nullptr;
+    return Status::InvalidArgument("van identity longer than 255 bytes");
+  }
   Status s = BindReceiver();
+  if (s.ok()) {
+    wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (wake_fd_ < 0) s = Status::Internal(std::string("eventfd failed: ") + std::strerror(errno));
+  }
   if (!s.ok()) {
     zmq_close(receiver_);
     zmq_ctx_term(context_);
     receiver_ = context_ = nullptr;
     return s;
   }
-  stop_token_ = "herdps-stop:" + RandomToken(16);
   started_ = true;
   receive_thread_ = std::thread([this] { ReceiveLoop(); });
   return Status::OK();
@@ -148,19 +155,9 @@ Status ZmqVan::Connect(int node_id, const std::string& endpoint) {
   }
   auto peer = std::make_shared<Peer>();
   peer->endpoint = endpoint;
-  peer->socket = zmq_socket(context_, ZMQ_DEALER);
-  if (!peer->socket) return Status::Internal("cannot create socket: " + ZmqError());
-  int linger = kLingerMs;
-  zmq_setsockopt(peer->socket, ZMQ_LINGER, &linger, sizeof(linger));
-  // A peer that stops reading must not block a sender (and with it a shard or the
-  // receive thread) forever: past the timeout the send fails with Unavailable.
-  int send_timeout = kSendTimeoutMs;
-  zmq_setsockopt(peer->socket, ZMQ_SNDTIMEO, &send_timeout, sizeof(send_timeout));
-  if (zmq_connect(peer->socket, endpoint.c_str()) != 0) {
-    Status err = Status::InvalidArgument("cannot connect to '" + endpoint + "': " + ZmqError());
-    zmq_close(peer->socket);
-    return err;
-  }
+  Status error;
+  peer->socket = NewPeerSocket(endpoint, &error);
+  if (!peer->socket) return error;
   std::shared_ptr<Peer> old;
   {
     std::unique_lock<std::shared_mutex> lock(peers_mu_);
@@ -176,31 +173,80 @@ Status ZmqVan::Connect(int node_id, const std::string& endpoint) {
   return Status::OK();
 }
 
+void* ZmqVan::NewPeerSocket(const std::string& endpoint, Status* error) {
+  void* socket = zmq_socket(context_, ZMQ_DEALER);
+  if (!socket) {
+    *error = Status::Internal("cannot create socket: " + ZmqError());
+    return nullptr;
+  }
+  int linger = kLingerMs;
+  zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof(linger));
+  // A peer that stops reading must not block a sender (and with it a shard) forever:
+  // past the timeout the send fails with Unavailable.
+  int send_timeout = kSendTimeoutMs;
+  zmq_setsockopt(socket, ZMQ_SNDTIMEO, &send_timeout, sizeof(send_timeout));
+  if (!options_.identity.empty()) {
+    zmq_setsockopt(socket, ZMQ_ROUTING_ID, options_.identity.data(), options_.identity.size());
+  }
+  if (zmq_connect(socket, endpoint.c_str()) != 0) {
+    *error = Status::InvalidArgument("cannot connect to '" + endpoint + "': " + ZmqError());
+    zmq_close(socket);
+    return nullptr;
+  }
+  return socket;
+}
+
+void ZmqVan::Disconnect(int node_id) {
+  std::shared_ptr<Peer> old;
+  {
+    std::unique_lock<std::shared_mutex> lock(peers_mu_);
+    auto it = peers_.find(node_id);
+    if (it == peers_.end()) return;
+    old = std::move(it->second);
+    peers_.erase(it);
+  }
+  std::lock_guard<std::mutex> lock(old->mu);
+  if (old->socket) {
+    int linger = 0;  // what was queued for a gone peer is of no use to anyone
+    zmq_setsockopt(old->socket, ZMQ_LINGER, &linger, sizeof(linger));
+    zmq_close(old->socket);
+    old->socket = nullptr;
+  }
+}
+
 std::shared_ptr<ZmqVan::Peer> ZmqVan::FindPeer(int node_id) {
   std::shared_lock<std::shared_mutex> lock(peers_mu_);
   auto it = peers_.find(node_id);
   return it == peers_.end() ? nullptr : it->second;
 }
 
-Status ZmqVan::Send(const Message& msg) {
-  std::shared_ptr<Peer> peer = FindPeer(msg.meta.recipient);
-  if (!peer) {
-    return Status::Unavailable("no connection to node " + std::to_string(msg.meta.recipient));
-  }
+Status ZmqVan::Send(const Message& msg, SendMode mode) {
+  const std::string to = "node " + std::to_string(msg.meta.recipient);
   std::string meta;
   Status s = EncodeMeta(msg, &meta);
   if (!s.ok()) return s;
+  size_t total = meta.size() + msg.DataBytes();
+  if (total > static_cast<uint64_t>(options_.max_message_bytes)) {
+    return Status::InvalidArgument("message of " + std::to_string(total) + " bytes to " + to +
+                                   " is over PS_MAX_MESSAGE_BYTES=" +
+                                   std::to_string(options_.max_message_bytes) +
+                                   "; send less per request or raise the limit on every node");
+  }
+  std::shared_ptr<Peer> peer = FindPeer(msg.meta.recipient);
+  if (!peer) return Status::Unavailable("no connection to " + to);
 
   std::lock_guard<std::mutex> lock(peer->mu);
-  if (!peer->socket) return Status::Unavailable("connection to node is closed");
+  if (!peer->socket) return Status::Unavailable("connection to " + to + " is closed");
+  const int flags = mode == SendMode::kNonBlocking ? ZMQ_DONTWAIT : 0;
   size_t frames = msg.data.size();
   zmq_msg_t part;
   zmq_msg_init_size(&part, meta.size());
   std::memcpy(zmq_msg_data(&part), meta.data(), meta.size());
-  if (zmq_msg_send(&part, peer->socket, frames ? ZMQ_SNDMORE : 0) < 0) {
+  if (zmq_msg_send(&part, peer->socket, flags | (frames ? ZMQ_SNDMORE : 0)) < 0) {
+    // Nothing of this message left: the socket is as good as before.
+    Status err = Status::Unavailable("send to " + to + " failed: " + ZmqError());
     zmq_msg_close(&part);
-    return Status::Unavailable("send to node " + std::to_string(msg.meta.recipient) +
-                               " failed: " + ZmqError());
+    return err;
   }
   size_t bytes = meta.size();
   for (size_t i = 0; i < frames; ++i) {
@@ -212,10 +258,17 @@ Status ZmqVan::Send(const Message& msg) {
       zmq_msg_init_size(&part, frame.size());
       if (frame.size()) std::memcpy(zmq_msg_data(&part), frame.data(), frame.size());
     }
-    if (zmq_msg_send(&part, peer->socket, i + 1 < frames ? ZMQ_SNDMORE : 0) < 0) {
+    if (zmq_msg_send(&part, peer->socket, flags | (i + 1 < frames ? ZMQ_SNDMORE : 0)) < 0) {
+      Status err = Status::Unavailable("send to " + to + " failed: " + ZmqError());
       zmq_msg_close(&part);
-      return Status::Unavailable("send to node " + std::to_string(msg.meta.recipient) +
-                                 " failed: " + ZmqError());
+      // Part of a multipart message is queued: the socket would glue the next message
+      // onto it. Replace the connection; the partial message is discarded with it.
+      int linger = 0;
+      zmq_setsockopt(peer->socket, ZMQ_LINGER, &linger, sizeof(linger));
+      zmq_close(peer->socket);
+      Status ignored;
+      peer->socket = NewPeerSocket(peer->endpoint, &ignored);
+      return err;
     }
     bytes += frame.size();
   }
@@ -232,84 +285,113 @@ void ZmqVan::LogDropped(const std::string& reason) {
 }
 
 void ZmqVan::ReceiveLoop() {
-  std::vector<zmq_msg_t*> frames;
+  zmq_pollitem_t items[2];
+  items[0].socket = receiver_;
+  items[0].fd = 0;
+  items[0].events = ZMQ_POLLIN;
+  items[1].socket = nullptr;
+  items[1].fd = wake_fd_;
+  items[1].events = ZMQ_POLLIN;
   for (;;) {
-    frames.clear();
-    bool failed = false;
-    // One multipart message: identity frame (added by ROUTER), meta, data frames.
-    // ZeroMQ delivers multipart messages whole, so this loop never blocks mid-message.
-    for (int more = 1; more;) {
-      auto* part = new zmq_msg_t;
-      zmq_msg_init(part);
-      if (zmq_msg_recv(part, receiver_, 0) < 0) {
-        zmq_msg_close(part);
-        delete part;
-        if (zmq_errno() == EINTR) continue;
-        LOG(ERROR) << "receive failed, van stops receiving: " << ZmqError();
-        failed = true;
+    items[0].revents = items[1].revents = 0;
+    if (zmq_poll(items, 2, -1) < 0) {
+      if (zmq_errno() == EINTR) continue;
+      LOG(ERROR) << "poll failed, van stops receiving: " << ZmqError();
+      return;
+    }
+    if (items[1].revents & ZMQ_POLLIN) return;  // Stop
+    // Drain what is ready, but look at the wake-up between messages.
+    for (int i = 0; i < 64; ++i) {
+      int events = 0;
+      size_t len = sizeof(events);
+      if (zmq_getsockopt(receiver_, ZMQ_EVENTS, &events, &len) != 0 || !(events & ZMQ_POLLIN)) {
         break;
       }
-      frames.push_back(part);
-      more = zmq_msg_more(part);
-    }
-    if (failed) {
-      for (auto* f : frames) zmq_msg_close(f), delete f;
-      return;
-    }
-    auto release_all = [&frames](size_t from) {
-      for (size_t i = from; i < frames.size(); ++i) zmq_msg_close(frames[i]), delete frames[i];
-    };
-    size_t total = 0;
-    for (auto* f : frames) total += zmq_msg_size(f);
-    if (frames.size() == 2 && zmq_msg_size(frames[1]) == stop_token_.size() &&
-        std::memcmp(zmq_msg_data(frames[1]), stop_token_.data(), stop_token_.size()) == 0) {
-      release_all(0);
-      return;
-    }
-    if (frames.size() < 2) {
-      LogDropped("no meta frame");
-      release_all(0);
-      continue;
-    }
-    if (frames.size() - 2 > static_cast<size_t>(options_.max_frames)) {
-      LogDropped(std::to_string(frames.size() - 2) + " data frames, more than the limit of " +
-                 std::to_string(options_.max_frames));
-      release_all(0);
-      continue;
-    }
-    std::vector<size_t> sizes;
-    for (size_t i = 2; i < frames.size(); ++i) sizes.push_back(zmq_msg_size(frames[i]));
-    Message msg;
-    Status s = DecodeMeta(zmq_msg_data(frames[1]), zmq_msg_size(frames[1]), sizes, &msg.meta);
-    if (!s.ok()) {
-      LogDropped(s.message());
-      release_all(0);
-      continue;
-    }
-    zmq_msg_close(frames[0]), delete frames[0];
-    zmq_msg_close(frames[1]), delete frames[1];
-    for (size_t i = 2; i < frames.size(); ++i) msg.data.push_back(AdoptFrame(frames[i], &received_copied_bytes_));
-    frames.clear();
-    received_messages_.fetch_add(1, std::memory_order_relaxed);
-    received_bytes_.fetch_add(total, std::memory_order_relaxed);
-    try {
-      handler_(std::move(msg));
-    } catch (const std::exception& e) {
-      // Whatever a handler throws, the node keeps serving.
-      LOG(ERROR) << "message handler threw: " << e.what();
+      if (!ReceiveOne()) return;
     }
   }
 }
 
+bool ZmqVan::ReceiveOne() {
+  std::vector<zmq_msg_t*> frames;
+  auto release_all = [&frames]() {
+    for (auto* f : frames) zmq_msg_close(f), delete f;
+    frames.clear();
+  };
+  // One multipart message: identity frame (added by ROUTER), meta, data frames.
+  // ZeroMQ delivers multipart messages whole, so this loop never blocks mid-message.
+  for (int more = 1; more;) {
+    auto* part = new zmq_msg_t;
+    zmq_msg_init(part);
+    if (zmq_msg_recv(part, receiver_, 0) < 0) {
+      zmq_msg_close(part);
+      delete part;
+      if (zmq_errno() == EINTR) continue;
+      LOG(ERROR) << "receive failed, van stops receiving: " << ZmqError();
+      release_all();
+      return false;
+    }
+    frames.push_back(part);
+    more = zmq_msg_more(part);
+  }
+  size_t total = 0;
+  for (size_t i = 1; i < frames.size(); ++i) total += zmq_msg_size(frames[i]);
+  if (frames.size() < 2) {
+    LogDropped("no meta frame");
+    release_all();
+    return true;
+  }
+  if (total > static_cast<uint64_t>(options_.max_message_bytes)) {
+    LogDropped("message of " + std::to_string(total) + " bytes is over PS_MAX_MESSAGE_BYTES=" +
+               std::to_string(options_.max_message_bytes));
+    release_all();
+    return true;
+  }
+  if (frames.size() - 2 > static_cast<size_t>(options_.max_frames)) {
+    LogDropped(std::to_string(frames.size() - 2) + " data frames, more than the limit of " +
+               std::to_string(options_.max_frames));
+    release_all();
+    return true;
+  }
+  std::vector<size_t> sizes;
+  for (size_t i = 2; i < frames.size(); ++i) sizes.push_back(zmq_msg_size(frames[i]));
+  Message msg;
+  Status s = DecodeMeta(zmq_msg_data(frames[1]), zmq_msg_size(frames[1]), sizes, &msg.meta);
+  if (!s.ok()) {
+    LogDropped(s.message());
+    release_all();
+    return true;
+  }
+  msg.peer_identity.assign(static_cast<const char*>(zmq_msg_data(frames[0])),
+                           zmq_msg_size(frames[0]));
+  zmq_msg_close(frames[0]), delete frames[0];
+  zmq_msg_close(frames[1]), delete frames[1];
+  for (size_t i = 2; i < frames.size(); ++i) {
+    msg.data.push_back(AdoptFrame(frames[i], &received_copied_bytes_));
+  }
+  frames.clear();
+  received_messages_.fetch_add(1, std::memory_order_relaxed);
+  received_bytes_.fetch_add(total, std::memory_order_relaxed);
+  try {
+    handler_(std::move(msg));
+  } catch (const std::exception& e) {
+    // Whatever a handler throws, the node keeps serving.
+    LOG(ERROR) << "message handler threw: " << e.what();
+  }
+  return true;
+}
+
 void ZmqVan::Stop() {
   if (!started_ || stopped_.exchange(true)) return;
-  void* stopper = zmq_socket(context_, ZMQ_DEALER);
-  int linger = kLingerMs;
-  zmq_setsockopt(stopper, ZMQ_LINGER, &linger, sizeof(linger));
-  zmq_connect(stopper, endpoint_.c_str());
-  zmq_send(stopper, stop_token_.data(), stop_token_.size(), 0);
+  uint64_t one = 1;
+  if (write(wake_fd_, &one, sizeof(one)) != sizeof(one)) {
+    LOG(ERROR) << "cannot wake the receive thread: " << std::strerror(errno);
+  }
+  CHECK(receive_thread_.get_id() != std::this_thread::get_id())
+      << "Van::Stop called from the van's own receive thread";
   receive_thread_.join();
-  zmq_close(stopper);
+  close(wake_fd_);
+  wake_fd_ = -1;
   zmq_close(receiver_);
   receiver_ = nullptr;
   {

@@ -29,7 +29,8 @@ class ZmqVan : public Van {
   const std::string& endpoint() const override { return endpoint_; }
   int port() const override { return port_; }
   Status Connect(int node_id, const std::string& endpoint) override;
-  Status Send(const Message& msg) override;
+  void Disconnect(int node_id) override;
+  Status Send(const Message& msg, SendMode mode) override;
   void Stop() override;
   VanStats stats() const override;
 
@@ -41,10 +42,12 @@ class ZmqVan : public Van {
   };
 
   void ReceiveLoop();
-  // Reads the remaining frames of one multipart message. Returns false if the van is
-  // shutting down.
-  bool ReceiveMessage(Message* msg, bool* stop);
+  // Reads one multipart message that zmq_poll said is ready and hands it on.
+  // Returns false when the socket failed for good.
+  bool ReceiveOne();
   Status BindReceiver();
+  // A DEALER connected to `endpoint` with this node's identity, or nullptr.
+  void* NewPeerSocket(const std::string& endpoint, Status* error);
   std::shared_ptr<Peer> FindPeer(int node_id);
   void LogDropped(const std::string& reason);
 
@@ -54,7 +57,7 @@ class ZmqVan : public Van {
   void* receiver_ = nullptr;  // owned by the receive thread after Start
   std::string endpoint_;
   int port_ = 0;
-  std::string stop_token_;  // a random frame that tells the receive thread to exit
+  int wake_fd_ = -1;  // eventfd: Stop writes it to end the receive loop
   std::thread receive_thread_;
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};

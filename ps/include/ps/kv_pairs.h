@@ -2,6 +2,8 @@
 #ifndef PS_KV_PAIRS_H_
 #define PS_KV_PAIRS_H_
 
+#include <cstdint>
+
 #include "ps/base.h"
 #include "ps/sarray.h"
 
@@ -28,6 +30,9 @@ struct KVMeta {
   int timestamp = 0;    // the requester's request timestamp
   int customer_id = 0;  // the requester's customer id
   int app_id = 0;
+  // The request's identity, echoed in the answer; not for apps to change.
+  uint64_t request_id = 0;
+  uint64_t incarnation = 0;
 };
 
 }  // namespace ps

@@ -2,9 +2,11 @@
 // handle, which must answer each request exactly once with Response (or
 // ResponseError), now or later, from any thread.
 //
-// Threading: the handle runs on the node's receive thread, one request at a time,
-// in arrival order, so requests from one worker are handled in the order they were
-// issued (per-key FIFO). A handle that blocks holds up the whole node.
+// Threading: the handle runs on the server's own thread, one request at a time, in
+// arrival order, so requests from one worker are handled in the order they were
+// issued (per-key FIFO). A handle that blocks delays this server's other requests
+// (and, once the bounded hand-off queue is full, reading from the network), never the
+// node's heartbeats, barriers or membership.
 //
 // Malformed requests (unsorted keys, a value type other than Val, lens that do not add
 // up) never reach the handle: the requester gets an InvalidArgument status back.
@@ -38,10 +40,15 @@ class KVServer {
   // Serves app_id. Requests that arrive before the handle is set are held (see
   // docs/architecture.md) and delivered, in order, once it is. set_request_handle
   // throws ps::Error before ps::Start.
-  explicit KVServer(int app_id)
-      : app_id_(app_id),
-        customer_(std::make_unique<Customer>(
-            app_id, app_id, [this](Message& msg) { Process(msg); }, /*open_now=*/false)) {}
+  explicit KVServer(int app_id) : KVServer(app_id, Customer::Delivery::kOwnThread) {}
+  // For runtime servers whose handle only hands requests on to bounded queues (the
+  // optimizer server): kReceiveThread saves the hand-off to the server's own thread.
+  KVServer(int app_id, Customer::Delivery delivery) : app_id_(app_id) {
+    Customer::Options options;
+    options.delivery = delivery;
+    customer_ = std::make_unique<Customer>(
+        app_id, app_id, [this](Message& msg) { Process(msg); }, /*open_now=*/false, options);
+  }
   virtual ~KVServer() { Close(); }
 
   // Stops taking requests (waiting for a handle call in progress); Response and
@@ -87,6 +94,8 @@ class KVServer {
     msg.meta.pull = req.pull;
     msg.meta.head = req.cmd;
     msg.meta.timestamp = req.timestamp;
+    msg.meta.request_id = req.request_id;
+    msg.meta.incarnation = req.incarnation;
     msg.meta.recipient = req.sender;
     return msg;
   }
@@ -106,6 +115,8 @@ class KVServer {
     meta.timestamp = msg.meta.timestamp;
     meta.customer_id = msg.meta.customer_id;
     meta.app_id = msg.meta.app_id;
+    meta.request_id = msg.meta.request_id;
+    meta.incarnation = msg.meta.incarnation;
     KVPairs<Val> data;
     Status s = ParseKVPairs<Val>(msg, /*need_sorted=*/true, &data);
     if (s.ok() && meta.push && data.vals.empty() && !data.keys.empty()) {

@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ps/kv_server.h"
@@ -31,6 +32,7 @@ namespace ps {
 
 class ShardStore;
 class ShardThread;
+struct CheckpointData;
 
 struct OptimizerServerOptions {
   OptimizerOptions optimizer;
@@ -93,6 +95,8 @@ class OptimizerServer {
                ShardStore& store);
   void Finish(Request* request);
   void MaybeCheckpoint();
+  // Copies every shard's state, after the work queued before the call.
+  void Snapshot(CheckpointData* data);
 
   OptimizerServerOptions options_;
   std::unique_ptr<Optimizer> optimizer_;
@@ -100,7 +104,9 @@ class OptimizerServer {
   std::atomic<uint64_t> answered_{0};
   std::atomic<uint64_t> clock_{0};
   int num_workers_ = 0;
-  std::mutex save_mu_;  // serialises SaveCheckpoint
+  std::mutex save_mu_;  // serialises snapshots and checkpoint writes
+  std::thread writer_;  // writes the periodic checkpoints
+  std::atomic<bool> writing_{false};
   // Periodic checkpoints; used on the receive thread only.
   uint64_t last_checkpoint_clock_ = 0;
   double last_checkpoint_time_ = 0;

@@ -2,7 +2,9 @@
 //
 // Every call is asynchronous: it returns a timestamp at once; Wait(timestamp) blocks
 // until all servers involved have answered, and the optional callback runs (on the
-// receive thread) just before that. Keys are placed on servers by the consistent-hash
+// worker's own callback thread, never on the runtime's) just before that. A request
+// also ends, with Unavailable naming the server, when a server it waits for dies or
+// leaves, and with Timeout at PS_REQUEST_TIMEOUT. Keys are placed on servers by the consistent-hash
 // ring, so one call may become several messages; pulled values come back in the
 // caller's key order.
 //
@@ -23,6 +25,7 @@
 #include <glog/logging.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -36,6 +39,7 @@
 #include "ps/internal/key_partition.h"
 #include "ps/internal/kv_message.h"
 #include "ps/internal/log_limiter.h"
+#include "ps/internal/membership.h"
 #include "ps/internal/postoffice.h"
 #include "ps/kv_pairs.h"
 #include "ps/sarray.h"
@@ -50,9 +54,18 @@ class KVWorker {
 
   // app_id names the server app to talk to; customer_id tells apart several
   // KVWorkers of one app on this node. Throws ps::Error before ps::Start.
-  explicit KVWorker(int app_id, int customer_id)
-      : customer_(std::make_unique<Customer>(app_id, customer_id,
-                                             [this](Message& msg) { Process(msg); })) {}
+  explicit KVWorker(int app_id, int customer_id) {
+    Customer::Options options;
+    // Matching answers and copying values into the caller's buffers is runtime work
+    // that never waits for the app; callbacks go to the customer's own thread.
+    options.delivery = Customer::Delivery::kReceiveThread;
+    customer_ = std::make_unique<Customer>(
+        app_id, customer_id, [this](Message& msg) { Process(msg); }, /*open_now=*/false,
+        options);
+    customer_->set_abort_handle(
+        [this](int ts, uint64_t id, const Status& s) { Abort(ts, id, s); });
+    customer_->Open();
+  }
   // Requests still in flight are abandoned: their answers are dropped. Unregisters
   // before anything is destroyed, so an answer being processed finishes first.
   virtual ~KVWorker() { customer_->Close(); }
@@ -115,13 +128,21 @@ class KVWorker {
   // Blocks until the request finishes; returns OK or the first error a server
   // reported (see the class comment).
   Status Wait(int timestamp) { return customer_->WaitRequest(timestamp); }
+  // As Wait, but returns Timeout after `timeout` if the request has not finished (the
+  // request goes on).
+  Status Wait(int timestamp, std::chrono::milliseconds timeout) {
+    return customer_->WaitRequest(timestamp, timeout);
+  }
 
   // Requests issued by this worker and not finished yet.
   size_t NumInFlight() { return customer_->NumInFlight(); }
 
-  // Answers dropped because they matched no request in flight (duplicates, or answers
-  // to requests that already failed). Non-zero means a server answered twice.
+  // Answers dropped because they matched no request in flight: duplicates, answers to
+  // requests that already failed (a deadline, a dead server), and stale answers.
   uint64_t dropped_answers() const { return dropped_answers_.load(); }
+  // Of those, answers meant for an earlier KVWorker with the same app and customer id
+  // (another incarnation): never delivered to this one's requests.
+  uint64_t stale_answers() const { return stale_answers_.load(); }
 
  private:
   // Where pulled values go.
@@ -136,6 +157,7 @@ class KVWorker {
   // A request in flight. For a request that went to several servers, `parts` holds
   // each server's key positions and, once it answered, its values.
   struct Pending {
+    int timestamp = 0;
     int remaining = 0;
     Callback cb;
     bool pull = false;
@@ -163,13 +185,15 @@ class KVWorker {
   int Request(bool push, bool pull, const KVPairs<Val>& kvs, int cmd, const Callback& cb,
               const Sink& sink);
   void Process(Message& msg);
+  void Abort(int timestamp, uint64_t request_id, const Status& status);
   void Finish(int timestamp, Pending& p);
   Status Assemble(Pending& p, SArray<Val>* vals, SArray<int>* lens);
   static Status Deliver(const SArray<Val>& vals, const SArray<int>& lens, const Sink& sink);
 
   std::mutex mu_;  // guards pending_
-  std::unordered_map<int, Pending> pending_;
+  std::unordered_map<uint64_t, Pending> pending_;  // by request id
   std::atomic<uint64_t> dropped_answers_{0};
+  std::atomic<uint64_t> stale_answers_{0};
   LogLimiter failure_log_;
   LogLimiter stray_log_;  // requests and answers that match nothing
   std::unique_ptr<Customer> customer_;  // last: destroyed first, so no handler runs after
@@ -232,7 +256,11 @@ int KVWorker<Val>::Request(bool push, bool pull, const KVPairs<Val>& kvs, int cm
   p.answered.assign(p.servers.size(), false);
 
   std::vector<int> servers = p.servers;
-  int ts = customer_->NewRequest();
+  std::vector<int> server_ids;
+  for (int r : servers) server_ids.push_back(Postoffice::ServerRankToID(r));
+  uint64_t id = 0;
+  int ts = customer_->NewRequest(server_ids, &id);
+  p.timestamp = ts;
   if (p.remaining == 0) {  // no keys: nothing to ask
     Finish(ts, p);
     return ts;
@@ -240,13 +268,15 @@ int KVWorker<Val>::Request(bool push, bool pull, const KVPairs<Val>& kvs, int cm
   {
     // Registered before the first part leaves: its answer may come back at once.
     std::lock_guard<std::mutex> lock(mu_);
-    pending_.emplace(ts, std::move(p));
+    pending_.emplace(id, std::move(p));
   }
   for (size_t i = 0; i < parts.size(); ++i) {
     Message msg;
     msg.meta.app_id = customer_->app_id();
     msg.meta.customer_id = customer_->customer_id();
     msg.meta.timestamp = ts;
+    msg.meta.request_id = id;
+    msg.meta.incarnation = customer_->incarnation();
     msg.meta.request = true;
     msg.meta.push = push;
     msg.meta.pull = pull;
@@ -279,10 +309,18 @@ void KVWorker<Val>::Process(Message& msg) {
         << "request from node " << meta.sender << " to a worker dropped";
     return;
   }
+  if (meta.incarnation != customer_->incarnation()) {
+    LOG_IF(WARNING, stray_log_.ShouldLog())
+        << "answer from node " << meta.sender << " for an earlier KVWorker (app "
+        << meta.app_id << ", customer " << meta.customer_id << ") dropped";
+    stale_answers_.fetch_add(1, std::memory_order_relaxed);
+    dropped_answers_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   Pending done;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = pending_.find(meta.timestamp);
+    auto it = pending_.find(meta.request_id);
     if (it == pending_.end()) {
       LOG_IF(WARNING, stray_log_.ShouldLog())
           << "answer to unknown request " << meta.timestamp << " from node " << meta.sender
@@ -294,7 +332,7 @@ void KVWorker<Val>::Process(Message& msg) {
     int rank = Postoffice::IDtoRank(meta.sender);
     size_t slot = 0;
     while (slot < p.servers.size() && p.servers[slot] != rank) ++slot;
-    if (slot == p.servers.size() || p.answered[slot] || meta.sender < 8 || meta.sender % 2) {
+    if (slot == p.servers.size() || p.answered[slot] || !IsServerId(meta.sender)) {
       LOG_IF(WARNING, stray_log_.ShouldLog())
           << "unexpected answer to request " << meta.timestamp << " from node " << meta.sender
           << " dropped";
@@ -327,7 +365,21 @@ void KVWorker<Val>::Process(Message& msg) {
     done = std::move(p);
     pending_.erase(it);
   }
-  Finish(meta.timestamp, done);
+  Finish(done.timestamp, done);
+}
+
+template <typename Val>
+void KVWorker<Val>::Abort(int timestamp, uint64_t request_id, const Status& status) {
+  Pending done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(request_id);
+    if (it == pending_.end()) return;  // finished meanwhile
+    done = std::move(it->second);
+    pending_.erase(it);
+  }
+  done.status = status;
+  Finish(timestamp, done);
 }
 
 template <typename Val>
@@ -343,8 +395,22 @@ void KVWorker<Val>::Finish(int timestamp, Pending& p) {
     LOG(WARNING) << "request " << timestamp << " failed: " << p.status << " ("
                  << failure_log_.count() << " failures so far)";
   }
-  if (p.cb) p.cb();
-  customer_->FinishRequest(timestamp, p.status);
+  if (!p.cb) {
+    customer_->FinishRequest(timestamp, p.status);
+    return;
+  }
+  // The callback is app code: it runs on the worker's own thread, and Wait returns
+  // after it.
+  Customer* customer = customer_.get();
+  customer->RunOnOwnThread([customer, cb = std::move(p.cb), timestamp, status = p.status] {
+    try {
+      cb();
+    } catch (...) {
+      customer->FinishRequest(timestamp, status);
+      throw;
+    }
+    customer->FinishRequest(timestamp, status);
+  });
 }
 
 template <typename Val>

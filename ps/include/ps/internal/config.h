@@ -28,6 +28,25 @@ struct Config {
   int start_timeout_s = 300;            // PS_START_TIMEOUT: seconds to wait for the job
   int64_t max_message_bytes = int64_t{4} << 30;  // PS_MAX_MESSAGE_BYTES
   bool verbose = false;                 // PS_VERBOSE: 1 logs every control message
+  // Liveness. Every node sends the scheduler a heartbeat each interval; a node silent
+  // for the timeout is declared dead (and a node whose scheduler is silent that long
+  // exits non-zero). Interval 0 turns heartbeats and liveness off.
+  double heartbeat_interval_s = 1;      // PS_HEARTBEAT_INTERVAL (seconds, fractions allowed)
+  double heartbeat_timeout_s = 10;      // PS_HEARTBEAT_TIMEOUT (seconds)
+  // A request not answered in this many seconds ends with Timeout; 0: no deadline
+  // (requests still end when a node they wait for dies).
+  int request_timeout_s = 300;          // PS_REQUEST_TIMEOUT
+  // Reliable delivery: resend every message until acknowledged, drop duplicates.
+  bool resend = false;                  // PS_RESEND: 1 turns it on
+  int resend_timeout_ms = 1000;         // PS_RESEND_TIMEOUT: first resend after (ms)
+  // Fault injection for tests and experiments: each received message is dropped with
+  // this probability (an independent draw per message), from a generator seeded by
+  // PS_DROP_SEED (default: random).
+  double drop_rate = 0;                 // PS_DROP_RATE in [0, 1)
+  uint64_t drop_seed = 0;               // PS_DROP_SEED; 0 = random
+  // The job's join token: a node joins only with the scheduler's token. Empty: the
+  // job is open to anyone who can reach the scheduler (the scheduler says so).
+  std::string job_token;                // PS_JOB_TOKEN
   // PS_TUNE_MALLOC: 1 (default) makes glibc keep large freed buffers for reuse (see
   // Postoffice::Start); 0 leaves malloc as the process configured it.
   bool tune_malloc = true;

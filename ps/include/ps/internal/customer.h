@@ -1,44 +1,76 @@
 // Customer: one app's (or one KVWorker's) endpoint in the runtime: it receives the
 // messages addressed to its (app_id, customer_id) and tracks its requests.
 //
-// Request tracking is bounded: a finished request is forgotten unless it failed, and
-// only the newest kMaxRememberedFailures failures are remembered (waiting on an older
-// failed request returns OK, so wait on a request before issuing thousands more if
-// its outcome matters).
+// Delivery. By default the receive handle runs on the customer's own thread, fed in
+// arrival order through a bounded queue (the one hand-off between the network and app
+// code); when the queue is full the node stops reading from the network until there is
+// room (backpressure), while its control plane (heartbeats, timers) goes on.
+// kReceiveThread runs the handle on the node's receive thread instead: only for
+// runtime code that does no app work and blocks at most on bounded queues (the
+// optimizer server's shard queues, the worker's answer matching).
 //
-// Thread safety: all methods are thread-safe. The receive handle runs on the van's
-// receive thread (or, for messages that arrived before the customer existed, on the
-// thread that constructed it), one message at a time.
+// Requests. Each request has a 64-bit id (unique in the process for this customer)
+// and, for ps-lite's int API, a timestamp (the id's low 31 bits). Every customer has a
+// random incarnation that travels with its requests and comes back with the answers,
+// so an answer meant for a destroyed customer never reaches a new one with the same
+// ids. A request names the nodes it waits for: it ends with Unavailable when one of
+// them dies or leaves, and with Timeout at the job's PS_REQUEST_TIMEOUT, driven by the
+// node's timers (see AbortHandle).
+//
+// Tracking is bounded: a finished request is forgotten unless it failed, and only the
+// newest kMaxRememberedFailures failures are remembered (waiting on an older failed
+// request returns OK, so wait on a request before issuing thousands more if its
+// outcome matters).
+//
+// Thread safety: all methods are thread-safe.
 #ifndef PS_INTERNAL_CUSTOMER_H_
 #define PS_INTERNAL_CUSTOMER_H_
 
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
-#include <unordered_set>
+#include <vector>
 
 #include "ps/internal/message.h"
 #include "ps/status.h"
 
 namespace ps {
 
+class CustomerExecutor;
+
 class Customer {
  public:
+  using Clock = std::chrono::steady_clock;
   using RecvHandle = std::function<void(Message& msg)>;
+  // Ends an unfinished request early (its peer died, or its deadline passed). The
+  // owner cleans up and must call FinishRequest(timestamp, status). Runs on the node's
+  // control thread: it must not block or run app code (post that with RunOnOwnThread).
+  using AbortHandle = std::function<void(int timestamp, uint64_t request_id, const Status&)>;
+  enum class Delivery { kOwnThread, kReceiveThread };
+  struct Options {
+    Delivery delivery = Delivery::kOwnThread;
+    size_t queue_capacity = 4096;  // messages waiting for the own thread
+  };
   static constexpr size_t kMaxRememberedFailures = 4096;
 
   // Registers with the Postoffice unless `open_now` is false (then call Open() once
   // the handle is ready to run). Throws ps::Error if Start has not been called or
   // (app_id, customer_id) is already taken on this node.
   Customer(int app_id, int customer_id, RecvHandle handle, bool open_now = true);
+  Customer(int app_id, int customer_id, RecvHandle handle, bool open_now, Options options);
   // Registers with the Postoffice: from now on messages reach the handle, starting
   // with those that arrived before. Idempotent.
   void Open();
-  // Unregisters, waiting for a handle call in progress; once it returns, the handle is
-  // never called again. Idempotent; the owner calls it before tearing down what the
-  // handle uses.
+  // Unregisters, then runs what is queued for the own thread and stops it; once it
+  // returns, the handle is never called again. Idempotent; the owner calls it before
+  // tearing down what the handle uses. Must not be called from the customer's own
+  // thread (a handle or callback destroying its own app).
   void Close();
   // Closes.
   ~Customer();
@@ -47,32 +79,68 @@ class Customer {
 
   int app_id() const { return app_id_; }
   int customer_id() const { return customer_id_; }
+  uint64_t incarnation() const { return incarnation_; }
 
-  // A fresh timestamp, marked in flight.
-  int NewRequest();
-  // Marks `timestamp` finished with `status` and wakes its waiters.
+  // A fresh request waiting for answers from the nodes `peers`, marked in flight.
+  // Returns its timestamp; *request_id (if given) receives its 64-bit id.
+  int NewRequest(const std::vector<int>& peers, uint64_t* request_id);
+  int NewRequest() { return NewRequest({}, nullptr); }
+  // The request id of an in-flight timestamp, or 0.
+  uint64_t RequestIdOf(int timestamp);
+  // Marks `timestamp` finished with `status` and wakes its waiters. A second finish
+  // of the same request is ignored.
   void FinishRequest(int timestamp, const Status& status);
   // Blocks until `timestamp` is finished; returns how it ended. Waiting on a
   // timestamp that was never issued returns InvalidArgument at once.
   Status WaitRequest(int timestamp);
+  // As WaitRequest, but gives up after `timeout` with Timeout (the request goes on).
+  Status WaitRequest(int timestamp, std::chrono::milliseconds timeout);
   // Requests issued and not finished yet.
   size_t NumInFlight();
 
-  // Called by the Postoffice with each message for this customer.
-  void Accept(Message& msg) { handle_(msg); }
+  void set_abort_handle(AbortHandle handle);
+  // Runs fn on the customer's own thread, after what is queued before it (used for
+  // callbacks: app code never runs on the runtime's threads). Blocks while the queue
+  // is full. After Close, runs fn on the caller's thread.
+  void RunOnOwnThread(std::function<void()> fn);
+
+  // For the Postoffice: a message for this customer (on the receive thread).
+  void Accept(Message& msg);
+  // For the Postoffice's control thread: ends requests waiting for `node` (dead or
+  // left), or every request (the scheduler is gone), or those past their deadline.
+  void AbortRequestsWaitingFor(const Node& node, const Status& status);
+  void AbortAllRequests(const Status& status);
+  void ExpireRequests(Clock::time_point now);
 
  private:
+  struct InFlight {
+    int timestamp;
+    std::vector<int> peers;
+    Clock::time_point deadline;  // Clock::time_point::max() when none
+  };
+  // The id of timestamp ts among those issued, or 0 if it was never issued.
+  uint64_t IdOfLocked(int timestamp) const;
+  void Abort(std::vector<std::pair<int, uint64_t>> victims, const Status& status);
+  // The own thread, started on first use unless closed (then null).
+  std::shared_ptr<CustomerExecutor> Executor(bool create);
+
   const int app_id_;
   const int customer_id_;
+  const uint64_t incarnation_;
   RecvHandle handle_;
+  Options options_;
   bool open_ = false;
+  std::mutex executor_mu_;  // guards executor_ and closed_
+  std::shared_ptr<CustomerExecutor> executor_;
+  bool closed_ = false;
 
   std::mutex mu_;  // guards everything below
   std::condition_variable finished_cv_;
-  int next_timestamp_ = 0;
-  std::unordered_set<int> in_flight_;
-  std::unordered_map<int, Status> failures_;
-  std::deque<int> failure_order_;  // eviction order of failures_
+  AbortHandle abort_handle_;
+  uint64_t next_id_ = 1;
+  std::map<uint64_t, InFlight> in_flight_;  // by id: id order is deadline order
+  std::unordered_map<uint64_t, Status> failures_;
+  std::deque<uint64_t> failure_order_;  // eviction order of failures_
 };
 
 }  // namespace ps

@@ -1,6 +1,14 @@
-// Postoffice: the node's runtime. It reads the Config, starts the van, joins the job
-// through the scheduler, keeps the node table and the key ring, runs barriers and
-// routes incoming data messages to Customers.
+// Postoffice: the node's runtime. It reads the Config, starts the van and the node's
+// control loop, joins the job through the scheduler, keeps the live membership, runs
+// barriers and heartbeats, and routes incoming data messages to Customers.
+//
+// Threads of a node (see docs/architecture.md, "Threads of a node"):
+//  - the van's receive thread: checks each message's sender against the connection it
+//    came on, acknowledges and orders messages (PS_RESEND), hands control messages to
+//    the control loop and data messages to their customer (one bounded hand-off);
+//  - the control loop (EventLoop): membership, joins, barriers, heartbeats, resends
+//    and every deadline; it never runs app code;
+//  - each customer's own thread: app handles and callbacks.
 //
 // Thread safety: one per process (Get()); all public methods are thread-safe.
 // Errors an app can cause (bad environment, calls out of order, an unreachable
@@ -11,14 +19,15 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <shared_mutex>
 #include <string>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -27,12 +36,30 @@
 #include "ps/internal/consistent_hash_ring.h"
 #include "ps/internal/customer.h"
 #include "ps/internal/log_limiter.h"
+#include "ps/internal/membership.h"
 #include "ps/internal/message.h"
 #include "ps/internal/van.h"
 
 namespace ps {
 
+class EventLoop;
+class InboundSequencer;
+class ResendOutbox;
 class SchedulerRole;
+class PluginSeat;
+
+// What a node's runtime has refused or recovered; for tests, benchmarks and logs.
+struct NodeStats {
+  uint64_t forged_messages = 0;    // claimed a sender other than their connection's
+  uint64_t from_gone_nodes = 0;    // from nodes declared dead or that left
+  uint64_t refused_joins = 0;      // scheduler: wrong token, surplus or malformed joins
+  uint64_t injected_drops = 0;     // dropped by PS_DROP_RATE
+  uint64_t resent_messages = 0;    // resends (PS_RESEND)
+  uint64_t duplicates = 0;         // received twice and dropped (PS_RESEND)
+  uint64_t expired_early_messages = 0;  // held for an app that never appeared
+  size_t held_out_of_order = 0;    // messages held for ordering now (PS_RESEND)
+  size_t awaiting_ack = 0;         // sent messages not acknowledged yet (PS_RESEND)
+};
 
 class Postoffice {
  public:
@@ -42,22 +69,24 @@ class Postoffice {
   // Later calls (one per extra customer) only run the barrier.
   void Start(int customer_id, const char* argv0, bool do_barrier);
   // Leaves the job: barrier (if do_barrier), then on the last matching call runs the
-  // exit callback and stops the van.
+  // exit callback, tells the scheduler this node leaves, and stops.
   void Finalize(int customer_id, bool do_barrier);
 
-  // Blocks until every node in `node_group` has called Barrier with the same
-  // customer_id. Throws ps::Error if this node is not in the group.
+  // Blocks until every live node in `node_group` has called Barrier with the same
+  // customer_id; nodes that die or leave meanwhile are not waited for. Throws
+  // ps::Error if this node is not in the group or the scheduler is lost.
   void Barrier(int customer_id, int node_group);
 
-  // Sends msg with this node as sender. See Van::Send.
-  Status Send(Message& msg);
+  // Sends msg with this node as sender. Fails with Unavailable, without sending, when
+  // the recipient is dead or left; otherwise see Van::Send.
+  Status Send(Message& msg, SendMode mode = SendMode::kBlocking);
 
   void AddCustomer(Customer* customer);
   void RemoveCustomer(Customer* customer);
   void RegisterExitCallback(const std::function<void()>& cb) { exit_callback_ = cb; }
 
-  // The node ids in a group (a bit mask of kScheduler / kServerGroup / kWorkerGroup)
-  // or the single id given.
+  // The live node ids in a group (a bit mask of kScheduler / kServerGroup /
+  // kWorkerGroup) or the single id given.
   std::vector<int> GetNodeIDs(int node_group) const;
 
   static int WorkerRankToID(int rank) { return rank * 2 + 9; }
@@ -65,11 +94,14 @@ class Postoffice {
   static int IDtoRank(int id) { return id < 8 ? 0 : (id - 8) / 2; }
 
   const Config& config() const { return config_; }
-  const ConsistentHashRing& ring() const { return ring_; }
+  // The current membership snapshot (lock-free; never null; valid for the process).
+  const MembershipView* membership() const { return membership_.Get(); }
+  const ConsistentHashRing& ring() const { return membership_.Get()->ring; }
   Van* van() { return van_.get(); }
+  EventLoop* control_loop() { return loop_.get(); }
   int my_id() const { return my_node_.id; }
   const Node& my_node() const { return my_node_; }
-  std::vector<Node> nodes() const;
+  std::vector<Node> nodes() const { return membership_.Get()->nodes; }
   int num_workers() const { return config_.num_workers; }
   int num_servers() const { return config_.num_servers; }
   int my_rank() const { return my_node_.rank; }
@@ -78,46 +110,92 @@ class Postoffice {
   bool is_scheduler() const { return config_.role == Node::kSchedulerRole; }
   bool verbose() const { return config_.verbose; }
   bool started() const { return start_count_ > 0; }
+  NodeStats stats() const;
 
-  // For SchedulerRole: installs the node table on the scheduler itself.
-  void InstallNodeTable(const std::vector<Node>& nodes, int my_id);
+  // For SchedulerRole (on the control loop): makes `view` this node's membership,
+  // connects to new nodes, forgets gone ones and ends the requests waiting for them.
+  void InstallMembership(MembershipView view);
+  // For SchedulerRole and PluginSeat: a message that must arrive (tracked when
+  // PS_RESEND is on), sent without blocking the control loop.
+  Status SendControl(Message& msg);
+  // For SchedulerRole: the job is complete and this scheduler has its table.
+  void MarkJoined();
+  PluginSeat* plugin_seat() { return plugin_seat_.get(); }
 
  private:
-  Postoffice() = default;
+  friend class SchedulerRole;  // releases the scheduler's own barrier entries
+  Postoffice();
+  // Receive path (postoffice_receive.cc), on the van's receive thread.
   void OnMessage(Message&& msg);
-  void HandleControl(Message& msg);
-  void HandleNodeTable(const Message& msg);
-  void HandleBarrierRelease(const Message& msg);
+  // Checks the sender (unless `prejoin`: a reply from the scheduler before this node
+  // knows its identity), handles ACKs, orders and de-duplicates (PS_RESEND), delivers.
+  void Admit(Message& msg, bool prejoin);
+  void Deliver(Message& msg);
   void DispatchData(Message& msg);
-  void ReplyError(const Message& request, const Status& status);
-  // Answers held requests whose app has not appeared within the grace period.
+  // Data that arrived before this node joined, admitted once it has. receive_mu_ held.
+  void HoldUnverified(Message& msg);
+  void DrainUnverified();
+  void SendAck(int recipient, uint64_t sequence);
+  // Control loop (postoffice_control.cc).
+  void HandleControl(Message& msg);
+  void HandleJoinReply(const Message& msg);
+  void HandleBarrierRelease(const Message& msg);
+  void HandleMembership(const Message& msg);
+  void StartNodeTimers();
+  void SendHeartbeat();
+  void CheckScheduler();
+  void ResendDue();
   void ExpireEarlyMessages();
+  void ExpireRequests();
+  // The node cannot go on (scheduler gone, or declared dead): ends every request with
+  // `why`, wakes barrier waiters, and exits the process non-zero shortly after.
+  void GiveUp(const std::string& why);
+  void ReplyError(const Message& request, const Status& status);
+  void StopRuntime();
 
   Config config_;
   std::unique_ptr<Van> van_;
+  std::unique_ptr<EventLoop> loop_;
   std::unique_ptr<SchedulerRole> scheduler_;
+  std::unique_ptr<PluginSeat> plugin_seat_;
   Node my_node_;
-  ConsistentHashRing ring_;
+  std::string scheduler_endpoint_;
+  uint64_t process_incarnation_ = 0;
+  MembershipHolder membership_;
   std::function<void()> exit_callback_;
   int start_count_ = 0;  // Start calls not yet matched by Finalize; under start_mu_
   std::mutex start_mu_;
 
-  // Joining the job. Guarded by state_mu_.
+  // Joining and barriers. Guarded by state_mu_.
   mutable std::mutex state_mu_;
   std::condition_variable state_cv_;
-  // Set once the node table is installed; read without the lock on the data path.
-  std::atomic<bool> ready_{false};
+  std::atomic<bool> joined_{false};  // the node table is installed
   Status join_error_;
-  std::vector<Node> nodes_;
-  // Ids of the nodes in the table, for checking senders on the data path. Written
-  // before ready_ is set and never after, so readers that saw ready_ need no lock.
-  std::unordered_set<int> node_ids_;
-  // Barrier releases seen, per (group, customer_id).
-  std::map<std::pair<int, int>, uint64_t> barrier_releases_;
+  std::string fatal_error_;  // set by GiveUp
+  std::map<std::pair<int, int>, uint64_t> barrier_releases_;  // per (group, customer)
+
+  // Liveness, as seen from this node.
+  std::atomic<int64_t> scheduler_heard_ns_{0};  // steady clock, any message from it
+  std::atomic<bool> receive_busy_{false};  // receive thread is handing data to an app
+  std::atomic<bool> finalizing_{false};
+
+  // Reliable delivery (PS_RESEND); null when off. The sequencer is used on the
+  // receive thread only.
+  std::unique_ptr<InboundSequencer> sequencer_;
+  std::unique_ptr<ResendOutbox> outbox_;
+  std::mt19937_64 drop_rng_;  // receive thread only
+  std::uniform_real_distribution<double> drop_draw_{0.0, 1.0};
+
+  // Held by whoever admits messages (the receive thread; the control loop when it
+  // admits what arrived before the join), so that one sender's messages are admitted
+  // in arrival order. Guards sequencer_ use and unverified_.
+  std::mutex receive_mu_;
+  std::deque<Message> unverified_;
+  size_t unverified_bytes_ = 0;
 
   // Customers by (app_id, customer_id), and data that arrived before its customer (or
   // before the node table): delivered in order when they appear. dispatch_mu_ is held
-  // shared while a customer runs, so removing one waits for its handler to finish.
+  // shared while a message is handed to a customer, so removing one waits for it.
   std::shared_mutex dispatch_mu_;
   std::map<std::pair<int, int>, Customer*> customers_;
   struct EarlyMessage {
@@ -127,7 +205,11 @@ class Postoffice {
   std::deque<EarlyMessage> early_messages_;
   size_t early_bytes_ = 0;  // payload bytes held in early_messages_
   std::atomic<bool> has_early_{false};  // !early_messages_.empty(), readable unlocked
-  LogLimiter stray_log_;  // data from unknown nodes or for unknown customers
+
+  LogLimiter stray_log_;   // data for unknown customers, from gone nodes
+  LogLimiter forged_log_;  // messages whose sender does not match their connection
+  std::atomic<uint64_t> forged_{0}, from_gone_{0}, injected_drops_{0}, resent_{0},
+      duplicates_{0}, expired_early_{0};
 };
 
 }  // namespace ps

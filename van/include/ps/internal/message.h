@@ -42,6 +42,8 @@ const char* DataTypeName(DataType type);
 // A node of the job as the node table lists it.
 struct Node {
   enum Role { kSchedulerRole = 1, kServerRole = 2, kWorkerRole = 3 };
+  // Values match proto NodeState. kDead and kLeft are final.
+  enum State { kJoining = 0, kLive = 1, kDead = 2, kLeft = 3 };
   int id = kEmpty;
   Role role = kWorkerRole;
   std::string host;
@@ -49,18 +51,31 @@ struct Node {
   std::string endpoint;  // what peers connect to: tcp://host:port or ipc://path
   int rank_hint = -1;    // the launcher's label for this node, -1 if none
   int rank = -1;
+  // Routing identity of the node's outgoing connections (see Van); random per process.
+  std::string identity;
+  State state = kJoining;
+  bool alive() const { return state == kJoining || state == kLive; }
   std::string DebugString() const;
 };
 
 const char* RoleName(Node::Role role);
+const char* StateName(Node::State state);
 
 // Runtime control carried by a message; cmd == kData for app data.
 struct Control {
-  enum Command { kData = 0, kAddNode = 1, kBarrier = 2, kHeartbeat = 3, kAck = 4, kTerminate = 5 };
+  enum Command {
+    kData = 0, kAddNode = 1, kBarrier = 2, kHeartbeat = 3, kAck = 4, kTerminate = 5,
+    kMembership = 6, kLeave = 7
+  };
+  static constexpr int kLastCommand = kLeave;
   Command cmd = kData;
   std::vector<Node> nodes;
   int barrier_group = 0;
-  uint64_t msg_sig = 0;
+  uint64_t msg_sig = 0;  // kAck: the sequence number acknowledged
+  int consistency = 0;
+  int staleness = 0;
+  std::string token;     // kAddNode request: the job token
+  uint64_t membership_version = 0;
   bool empty() const { return cmd == kData; }
 };
 
@@ -84,7 +99,10 @@ struct Meta {
   int priority = 0;
   int64_t clock = -1;
   int compression = 0;
-  uint64_t sequence = 0;
+  uint64_t sequence = 0;            // reliable delivery; 0 = not tracked
+  uint64_t request_id = 0;          // 64-bit request id (answers echo it)
+  uint64_t incarnation = 0;         // the requesting customer's incarnation (echoed)
+  uint64_t sender_incarnation = 0;  // random per sending process
   std::string DebugString() const;
 };
 
@@ -93,6 +111,9 @@ struct Meta {
 struct Message {
   Meta meta;
   std::vector<SArray<char>> data;
+  // Set by the receiving van, never sent: the routing identity of the connection the
+  // message came on, which the runtime checks against the claimed sender.
+  std::string peer_identity;
 
   // Appends a data frame that views `val`'s buffer (no copy) and records its type.
   template <typename V>

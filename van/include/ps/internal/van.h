@@ -24,6 +24,15 @@ struct VanOptions {
   // transport before they are buffered.
   int64_t max_message_bytes = int64_t{4} << 30;
   int max_frames = 64;  // data frames per message; more is malformed
+  // Routing identity of every outgoing connection (ZeroMQ routing id), 1..255 bytes;
+  // receivers see it as Message::peer_identity. Empty: ZeroMQ picks one.
+  std::string identity;
+};
+
+// How Send behaves when the peer's queue is full.
+enum class SendMode {
+  kBlocking,     // wait for room, up to the van's send timeout (data)
+  kNonBlocking,  // fail at once with Unavailable (control traffic, timers)
 };
 
 // Counters of what a van has done; for benchmarks and tests.
@@ -32,7 +41,7 @@ struct VanStats {
   uint64_t sent_bytes = 0;
   uint64_t received_messages = 0;
   uint64_t received_bytes = 0;
-  uint64_t dropped_messages = 0;  // malformed input that was rejected
+  uint64_t dropped_messages = 0;  // malformed or oversized input that was rejected
   // Received payload bytes that had to be copied for alignment (tiny frames only,
   // normally: large frames are handed over without a copy).
   uint64_t received_copied_bytes = 0;
@@ -40,7 +49,8 @@ struct VanStats {
 
 class Van {
  public:
-  // Called on the van's receive thread, once per valid message, in arrival order.
+  // Called on the van's receive thread, once per valid message, in arrival order. The
+  // handler may block (backpressure): the van then stops reading from the network.
   using Handler = std::function<void(Message&& msg)>;
 
   virtual ~Van() = default;
@@ -57,15 +67,23 @@ class Van {
   // before the peer is up are queued. Re-connecting an id to a new endpoint replaces it.
   virtual Status Connect(int node_id, const std::string& endpoint) = 0;
 
+  // Forgets `node_id`: its connection is closed and messages queued for it are
+  // discarded. Later sends to it fail with Unavailable. Idempotent.
+  virtual void Disconnect(int node_id) = 0;
+
   // Sends msg to msg.meta.recipient. Data frames of 4 KiB or more are sent without
   // copying: the van keeps a reference to each buffer until the transport is done with
-  // it (smaller ones are copied, which is cheaper than that bookkeeping). Returns an
-  // error for an unknown recipient or a transport failure. Thread-safe; concurrent
+  // it (smaller ones are copied, which is cheaper than that bookkeeping). Returns
+  // InvalidArgument for a message over max_message_bytes (nothing is sent),
+  // Unavailable for an unknown recipient, a full queue (kNonBlocking, or past the send
+  // timeout) or a transport failure; a failure after the first frame replaces the
+  // peer's connection so that the next message starts clean. Thread-safe; concurrent
   // sends to different peers do not contend on a shared lock.
-  virtual Status Send(const Message& msg) = 0;
+  virtual Status Send(const Message& msg, SendMode mode = SendMode::kBlocking) = 0;
 
   // Stops the receive thread and closes every socket, waiting a bounded time for
-  // queued outgoing messages. Idempotent.
+  // queued outgoing messages. Does not depend on the node's own endpoint (an ipc
+  // socket file that was removed does not matter). Idempotent.
   virtual void Stop() = 0;
 
   virtual VanStats stats() const = 0;

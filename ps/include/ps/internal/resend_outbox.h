@@ -1,0 +1,96 @@
+// ResendOutbox: the sender side of reliable delivery (PS_RESEND=1).
+//
+// Numbers the messages this process sends on each link (this incarnation -> one
+// recipient) 1, 2, 3, ..., keeps a copy of each until the recipient ACKs it, and says
+// which copies are due for a resend. The first resend comes `timeout` after the send and
+// each later one waits twice as long as the one before, up to `max_backoff`, so a slow or
+// dead peer costs a bounded trickle of traffic rather than a storm. It only decides; the
+// caller sends, and calls DropPeer when the liveness layer declares a peer gone.
+//
+// Memory: one record per message awaiting ACK (a Message copy shares its payload, so no
+// payload bytes are copied) plus one counter per recipient. Nothing bounds how many
+// messages may await ACK; a sender that must bound it watches Size().
+//
+// Thread safety: thread-safe; every method takes one internal mutex (the outbox exists
+// only when resend is on, so the lock costs nothing otherwise).
+#ifndef PS_INTERNAL_RESEND_OUTBOX_H_
+#define PS_INTERNAL_RESEND_OUTBOX_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ps/internal/message.h"
+
+namespace ps {
+
+class ResendOutbox {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `timeout` below 1 ms is taken as 1 ms, so that a message never becomes due again at
+  // the instant it is resent; `max_backoff` below `timeout` is taken as `timeout`.
+  ResendOutbox(std::chrono::milliseconds timeout, std::chrono::milliseconds max_backoff);
+
+  ResendOutbox(const ResendOutbox&) = delete;
+  ResendOutbox& operator=(const ResendOutbox&) = delete;
+
+  // Assigns the next sequence on the link to msg->meta.recipient (1 for the first), writes
+  // it into msg->meta.sequence and keeps a copy, due for resend at `now` + timeout, until
+  // Ack or DropPeer. Returns the sequence. Numbering and copying happen under one lock,
+  // so the sequence order on a link is the order of the Track calls.
+  uint64_t Track(Message* msg, Clock::time_point now);
+
+  // Forgets the message `seq` sent to `recipient`. Returns false if it was not tracked (a
+  // duplicate or stale ACK), which is normal and needs no action.
+  bool Ack(int recipient, uint64_t seq);
+
+  // Copies of the messages whose resend time is <= `now`, oldest Track first (so that
+  // each link's resends go out in sequence order). Each one's wait is doubled, up to the
+  // cap, and its next resend time becomes `now` + that wait.
+  std::vector<Message> DueForResend(Clock::time_point now);
+
+  // The recipient is dead or left: forgets every message tracked for it and returns how
+  // many. The link's numbering restarts at 1, as a restarted recipient expects.
+  size_t DropPeer(int recipient);
+
+  // Messages awaiting ACK, over all recipients.
+  size_t Size() const;
+
+  // The earliest resend time; Clock::time_point::max() when nothing awaits ACK.
+  Clock::time_point NextDue() const;
+
+ private:
+  // When a message is resent next, then its Track count, which breaks ties, makes keys
+  // unique and is the "oldest first" order.
+  using DueKey = std::pair<Clock::time_point, uint64_t>;
+
+  struct Pending {
+    Message msg;
+    DueKey due;
+    Clock::duration wait;  // the wait that produced `due`
+  };
+  struct Link {
+    uint64_t last_seq = 0;
+    std::map<uint64_t, Pending> pending;  // by sequence
+  };
+
+  const Clock::duration timeout_;
+  const Clock::duration max_backoff_;
+
+  mutable std::mutex mu_;
+  // Guarded by mu_. Invariant: schedule_ has exactly one entry per Pending in links_,
+  // mapping its `due` key to (recipient, seq).
+  std::unordered_map<int, Link> links_;
+  std::map<DueKey, std::pair<int, uint64_t>> schedule_;
+  uint64_t tracked_ = 0;  // Track calls so far; the source of DueKey::second
+};
+
+}  // namespace ps
+
+#endif  // PS_INTERNAL_RESEND_OUTBOX_H_

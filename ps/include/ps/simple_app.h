@@ -1,0 +1,95 @@
+// SimpleApp: a generic request/response app, in the shape of ps-lite's: a request is
+// an int head and a string body sent to a node or a group; each recipient's request
+// handle answers it with Response. Clients of scheduler plugins use it (see
+// ps/scheduler_plugin.h), and apps may use it for their own control messages.
+//
+// A request finishes when every recipient has answered, or when one of them dies or
+// leaves (Wait returns Unavailable naming it), or at PS_REQUEST_TIMEOUT (Timeout). A
+// recipient's ResponseError makes Wait return that error.
+//
+// Threading: both handles run on the app's own thread, one message at a time, in
+// arrival order; never on the runtime's threads. Request, Wait and Response are
+// thread-safe and may be called from the handles.
+//
+// Messages to (app_id, customer_id == app_id) are requests; a SimpleApp that should
+// receive requests (a plugin client that the plugin notifies) therefore uses
+// customer_id == app_id, as in ps-lite.
+#ifndef PS_SIMPLE_APP_H_
+#define PS_SIMPLE_APP_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+#include "ps/internal/customer.h"
+#include "ps/status.h"
+
+namespace ps {
+
+// A request or a response as a handle sees it.
+struct SimpleData {
+  int head = 0;
+  std::string body;
+  int sender = 0;       // node id
+  int timestamp = 0;    // the requester's timestamp
+  int customer_id = 0;  // the requester's customer id
+  int app_id = 0;
+  Status status;        // a response: how the recipient answered
+  // Identity of the request, echoed by Response; not for apps to change.
+  uint64_t request_id = 0;
+  uint64_t incarnation = 0;
+};
+
+class SimpleApp {
+ public:
+  using Handle = std::function<void(const SimpleData& received, SimpleApp* app)>;
+
+  // Throws ps::Error before ps::Start, or if (app_id, customer_id) is taken.
+  SimpleApp(int app_id, int customer_id);
+  virtual ~SimpleApp();
+  SimpleApp(const SimpleApp&) = delete;
+  SimpleApp& operator=(const SimpleApp&) = delete;
+
+  // Sends (head, body) to recv_id: a node id, or a group (kScheduler, kServerGroup,
+  // kWorkerGroup, or a sum of them; its live members). Returns the timestamp to Wait
+  // on. A recipient that cannot be reached fails the request at once.
+  virtual int Request(int req_head, const std::string& req_body, int recv_id);
+  // Blocks until the request finished; OK, or the first failure.
+  virtual Status Wait(int timestamp);
+  // Answers a request received by the request handle, once.
+  virtual void Response(const SimpleData& recv_req, const std::string& res_body = "");
+  void ResponseError(const SimpleData& recv_req, const Status& status);
+
+  // The default request handle answers every request with an empty body; the
+  // default response handle does nothing.
+  virtual void set_request_handle(const Handle& request_handle);
+  virtual void set_response_handle(const Handle& response_handle);
+
+  Customer* get_customer() { return customer_.get(); }
+  int app_id() const { return customer_->app_id(); }
+  int customer_id() const { return customer_->customer_id(); }
+
+ private:
+  struct Pending {
+    int timestamp;
+    std::set<int> waiting;  // node ids that have not answered
+    Status status;
+  };
+  void Process(Message& msg);
+  void Abort(int timestamp, uint64_t request_id, const Status& status);
+  void Answer(const SimpleData& req, const std::string& body, const Status& status);
+
+  std::mutex mu_;  // guards the handles and pending_
+  Handle request_handle_;
+  Handle response_handle_;
+  std::unordered_map<uint64_t, Pending> pending_;
+  std::unique_ptr<Customer> customer_;  // last: destroyed first, so no handle runs after
+};
+
+}  // namespace ps
+
+#endif  // PS_SIMPLE_APP_H_

@@ -1,0 +1,239 @@
+// Postoffice: the control loop's work. Everything here runs on the node's EventLoop
+// thread, which never runs app code, so heartbeats, ACKs, barriers and deadlines go
+// on whatever the app's handles and callbacks are doing.
+#include <glog/logging.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "ps/internal/event_loop.h"
+#include "ps/internal/postoffice.h"
+#include "ps/internal/reorder_window.h"
+#include "ps/internal/resend_outbox.h"
+#include "scheduler_role.h"
+
+namespace ps {
+namespace {
+
+// A request may wait this long for its app to start on this node before the sender
+// is told that it is not running here.
+constexpr std::chrono::seconds kEarlyMessageGrace(10);
+// How often request deadlines are checked.
+constexpr std::chrono::milliseconds kRequestSweep(200);
+// How long a node that gives up waits before it exits, so that the apps' threads
+// can report the errors their requests ended with.
+constexpr std::chrono::milliseconds kGiveUpGrace(1000);
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::chrono::milliseconds Millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+}  // namespace
+
+void Postoffice::HandleControl(Message& msg) {
+  const Control& c = msg.meta.control;
+  if (scheduler_) {
+    scheduler_->Handle(msg);
+    return;
+  }
+  switch (c.cmd) {
+    case Control::kAddNode:
+      if (!msg.meta.request) HandleJoinReply(msg);
+      break;
+    case Control::kBarrier:
+      if (!msg.meta.request) HandleBarrierRelease(msg);
+      break;
+    case Control::kMembership:
+    case Control::kHeartbeat:
+      if (!msg.meta.request) HandleMembership(msg);
+      break;
+    default:
+      LOG_IF(WARNING, stray_log_.ShouldLog())
+          << "control command " << c.cmd << " from node " << msg.meta.sender
+          << " is not for a " << RoleName(config_.role) << "; ignored";
+  }
+}
+
+void Postoffice::HandleJoinReply(const Message& msg) {
+  if (joined_) {
+    // A repeated table (our ACK was lost): acknowledge again.
+    if (sequencer_ && msg.meta.sequence) SendAck(kScheduler, msg.meta.sequence);
+    return;
+  }
+  if (msg.meta.status_code != 0) {
+    {
+      std::lock_guard<std::mutex> lock(state_mu_);
+      join_error_ = Status::FromWire(msg.meta.status_code, msg.meta.status_message);
+    }
+    state_cv_.notify_all();
+    return;
+  }
+  // The table must list this node with the identity only it and the scheduler know:
+  // a table from anyone else is ignored.
+  int my_id = kEmpty;
+  for (const Node& n : msg.meta.control.nodes) {
+    if (n.endpoint == my_node_.endpoint && n.identity == my_node_.identity) my_id = n.id;
+  }
+  const Node* scheduler = nullptr;
+  for (const Node& n : msg.meta.control.nodes) {
+    if (n.id == kScheduler) scheduler = &n;
+  }
+  if (my_id == kEmpty || !scheduler) {
+    LOG_IF(WARNING, forged_log_.ShouldLog())
+        << "node table that does not list this node (or no scheduler) ignored";
+    return;
+  }
+  MembershipView view;
+  view.version = msg.meta.control.membership_version;
+  view.nodes = msg.meta.control.nodes;
+  std::vector<int> servers;
+  for (const Node& n : view.nodes) {
+    if (n.role == Node::kServerRole) servers.push_back(n.rank);
+  }
+  view.ring = ConsistentHashRing(servers, config_.ring_virtual_nodes);
+  my_node_.id = my_id;
+  InstallMembership(std::move(view));
+  scheduler_heard_ns_.store(NowNs());
+  {
+    std::lock_guard<std::mutex> lock(receive_mu_);
+    if (sequencer_ && msg.meta.sequence) SendAck(kScheduler, msg.meta.sequence);
+    MarkJoined();
+    // Data that raced ahead of the table is checked and delivered now, before
+    // anything that comes after it.
+    DrainUnverified();
+  }
+}
+
+void Postoffice::HandleBarrierRelease(const Message& msg) {
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    ++barrier_releases_[{msg.meta.control.barrier_group, msg.meta.customer_id}];
+  }
+  state_cv_.notify_all();
+}
+
+void Postoffice::HandleMembership(const Message& msg) {
+  const Control& c = msg.meta.control;
+  if (c.membership_version <= membership_.Get()->version || c.nodes.empty()) return;
+  MembershipView view;
+  view.version = c.membership_version;
+  view.nodes = c.nodes;
+  view.ring = membership_.Get()->ring;  // placement never changes during a job
+  InstallMembership(std::move(view));
+}
+
+void Postoffice::StartNodeTimers() {
+  if (config_.heartbeat_interval_s > 0 && !is_scheduler()) {
+    scheduler_heard_ns_.store(NowNs());
+    loop_->RunEvery(Millis(config_.heartbeat_interval_s), [this] { SendHeartbeat(); });
+    auto check = std::max(std::chrono::milliseconds(50),
+                          std::min(Millis(config_.heartbeat_interval_s),
+                                   std::chrono::milliseconds(500)));
+    loop_->RunEvery(check, [this] { CheckScheduler(); });
+  }
+  if (outbox_) {
+    auto tick = std::max(std::chrono::milliseconds(5),
+                         std::chrono::milliseconds(config_.resend_timeout_ms / 4));
+    loop_->RunEvery(tick, [this] { ResendDue(); });
+  }
+  loop_->RunEvery(kRequestSweep, [this] {
+    ExpireRequests();
+    if (has_early_.load(std::memory_order_relaxed)) ExpireEarlyMessages();
+  });
+}
+
+void Postoffice::SendHeartbeat() {
+  Message hb;
+  hb.meta.control.cmd = Control::kHeartbeat;
+  hb.meta.control.membership_version = membership_.Get()->version;
+  hb.meta.request = true;
+  hb.meta.recipient = kScheduler;
+  Send(hb, SendMode::kNonBlocking);
+}
+
+void Postoffice::CheckScheduler() {
+  if (finalizing_ || !fatal_error_.empty()) return;
+  int64_t now = NowNs();
+  if (receive_busy_.load(std::memory_order_relaxed)) {
+    scheduler_heard_ns_.store(now);  // not silent: this node is not reading
+    return;
+  }
+  double silent = (now - scheduler_heard_ns_.load()) / 1e9;
+  if (silent <= config_.heartbeat_timeout_s) return;
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.1f", silent);
+  GiveUp("the scheduler at " + scheduler_endpoint_ + " has been silent for " + text +
+         " s (PS_HEARTBEAT_TIMEOUT=" + std::to_string(config_.heartbeat_timeout_s) +
+         " s): it is gone and the job cannot go on");
+}
+
+void Postoffice::GiveUp(const std::string& why) {
+  if (!fatal_error_.empty()) return;
+  LOG(ERROR) << RoleName(config_.role) << " " << my_node_.rank << ": " << why
+             << "; ending every request and exiting";
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    fatal_error_ = why;
+  }
+  state_cv_.notify_all();
+  {
+    std::shared_lock<std::shared_mutex> lock(dispatch_mu_);
+    for (auto& kv : customers_) kv.second->AbortAllRequests(Status::Unavailable(why));
+  }
+  loop_->RunAfter(kGiveUpGrace, [] {
+    google::FlushLogFiles(google::GLOG_INFO);
+    std::fflush(stdout);
+    std::fflush(stderr);
+    _exit(1);
+  });
+}
+
+void Postoffice::ResendDue() {
+  for (Message& m : outbox_->DueForResend(std::chrono::steady_clock::now())) {
+    if (!membership_.Get()->IsAlive(m.meta.recipient) && membership_.Get()->version > 0) {
+      outbox_->Ack(m.meta.recipient, m.meta.sequence);
+      continue;
+    }
+    resent_.fetch_add(1, std::memory_order_relaxed);
+    van_->Send(m, SendMode::kNonBlocking);
+  }
+}
+
+void Postoffice::ExpireRequests() {
+  auto now = std::chrono::steady_clock::now();
+  std::shared_lock<std::shared_mutex> lock(dispatch_mu_);
+  for (auto& kv : customers_) kv.second->ExpireRequests(now);
+}
+
+void Postoffice::ExpireEarlyMessages() {
+  auto deadline = std::chrono::steady_clock::now() - kEarlyMessageGrace;
+  std::vector<Message> expired;
+  {
+    std::unique_lock<std::shared_mutex> lock(dispatch_mu_);
+    while (!early_messages_.empty() && early_messages_.front().arrived < deadline) {
+      early_bytes_ -= early_messages_.front().msg.DataBytes();
+      expired.push_back(std::move(early_messages_.front().msg));
+      early_messages_.pop_front();
+    }
+    has_early_ = !early_messages_.empty();
+  }
+  for (const Message& m : expired) {
+    expired_early_.fetch_add(1, std::memory_order_relaxed);
+    if (!m.meta.request) continue;
+    ReplyError(m, Status::NotFound("app " + std::to_string(m.meta.app_id) +
+                                   " is not running on node " + std::to_string(my_id()) +
+                                   " (its request waited " +
+                                   std::to_string(kEarlyMessageGrace.count()) +
+                                   " s for it to start)"));
+  }
+}
+
+}  // namespace ps

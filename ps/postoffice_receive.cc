@@ -1,0 +1,199 @@
+// Postoffice: the receive path, on the van's receive thread. Every message is checked
+// against the connection it came on before anything else looks at it; control
+// messages go to the control loop, data messages to their customer.
+#include <glog/logging.h>
+
+#include <chrono>
+
+#include "ps/internal/event_loop.h"
+#include "ps/internal/postoffice.h"
+#include "ps/internal/reorder_window.h"
+#include "ps/internal/resend_outbox.h"
+#include "scheduler_role.h"
+
+namespace ps {
+namespace {
+
+// Data that arrives before its customer exists (or before the node table) is held, up
+// to this many messages and bytes; past that the sender is told the app is not
+// running here.
+constexpr size_t kMaxEarlyMessages = 1 << 16;
+constexpr size_t kMaxEarlyBytes = size_t{1} << 30;
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void Postoffice::OnMessage(Message&& msg) {
+  if (config_.drop_rate > 0 && drop_draw_(drop_rng_) < config_.drop_rate) {
+    injected_drops_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  LOG_IF(INFO, verbose() && !msg.meta.control.empty()) << "recv " << msg.DebugString();
+  const Meta& meta = msg.meta;
+  if (meta.control.cmd == Control::kAddNode && meta.request) {
+    // Joins come from nodes nobody knows yet: the scheduler checks the token.
+    if (scheduler_) {
+      loop_->Post([this, m = std::move(msg)]() mutable { HandleControl(m); });
+    }
+    return;
+  }
+  std::lock_guard<std::mutex> lock(receive_mu_);
+  if (!joined_.load(std::memory_order_acquire)) {
+    if (meta.sender == kScheduler && !is_scheduler() && !meta.control.empty()) {
+      Admit(msg, /*prejoin=*/true);
+    } else if (meta.control.empty()) {
+      HoldUnverified(msg);
+    }
+    return;
+  }
+  if (!unverified_.empty()) DrainUnverified();
+  Admit(msg, /*prejoin=*/false);
+}
+
+void Postoffice::Admit(Message& msg, bool prejoin) {
+  const int sender = msg.meta.sender;
+  if (!prejoin) {
+    const Node* node = membership_.Get()->Find(sender);
+    if (!node || node->identity != msg.peer_identity) {
+      uint64_t n = forged_.fetch_add(1, std::memory_order_relaxed) + 1;
+      LOG_IF(WARNING, forged_log_.ShouldLog())
+          << "dropped a message that claims to come from node " << sender
+          << " on a connection that is not that node's (" << n
+          << " so far): " << msg.meta.DebugString();
+      return;
+    }
+    if (!node->alive()) {
+      from_gone_.fetch_add(1, std::memory_order_relaxed);
+      LOG_IF(WARNING, stray_log_.ShouldLog())
+          << "dropped a message from " << node->DebugString() << ", which is "
+          << StateName(node->state);
+      return;
+    }
+  }
+  if (sender == kScheduler) scheduler_heard_ns_.store(NowNs(), std::memory_order_relaxed);
+  if (msg.meta.control.cmd == Control::kAck) {
+    if (outbox_) outbox_->Ack(sender, msg.meta.control.msg_sig);
+    return;
+  }
+  const uint64_t seq = msg.meta.sequence;
+  if (!sequencer_ || seq == 0) {
+    Deliver(msg);
+    return;
+  }
+  std::vector<Message> ready;
+  auto verdict = sequencer_->Accept(sender, msg.meta.sender_incarnation, seq, std::move(msg),
+                                    &ready);
+  if (verdict == InboundSequencer::Verdict::kRefused) return;
+  // Before the join this node has no id the scheduler would accept an ACK from; the
+  // control loop acknowledges the node table once it is installed.
+  if (!prejoin) SendAck(sender, seq);
+  if (verdict == InboundSequencer::Verdict::kDuplicate) {
+    duplicates_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  for (Message& m : ready) Deliver(m);
+}
+
+void Postoffice::SendAck(int recipient, uint64_t sequence) {
+  Message ack;
+  ack.meta.control.cmd = Control::kAck;
+  ack.meta.control.msg_sig = sequence;
+  ack.meta.recipient = recipient;
+  // An ACK that finds a full queue is not needed: the sender resends and gets another.
+  Send(ack, SendMode::kNonBlocking);
+}
+
+void Postoffice::Deliver(Message& msg) {
+  if (msg.meta.control.empty()) {
+    DispatchData(msg);
+  } else {
+    loop_->Post([this, m = std::move(msg)]() mutable { HandleControl(m); });
+  }
+}
+
+void Postoffice::HoldUnverified(Message& msg) {
+  size_t bytes = msg.DataBytes();
+  if (unverified_.size() >= kMaxEarlyMessages || unverified_bytes_ + bytes > kMaxEarlyBytes) {
+    LOG_IF(WARNING, stray_log_.ShouldLog())
+        << "data before the node table, over the limit of what is held; dropped";
+    return;
+  }
+  unverified_bytes_ += bytes;
+  unverified_.push_back(std::move(msg));
+}
+
+void Postoffice::DrainUnverified() {
+  std::deque<Message> held;
+  held.swap(unverified_);
+  unverified_bytes_ = 0;
+  for (Message& m : held) Admit(m, /*prejoin=*/false);
+}
+
+void Postoffice::DispatchData(Message& msg) {
+  std::shared_lock<std::shared_mutex> lock(dispatch_mu_);
+  // Requests go to the app's request handler, registered as (app_id, app_id) as in
+  // ps-lite; responses go back to the customer that issued the request.
+  int customer_id = msg.meta.request ? msg.meta.app_id : msg.meta.customer_id;
+  auto it = customers_.find({msg.meta.app_id, customer_id});
+  if (it != customers_.end()) {
+    // While the hand-off waits for room, this thread reads nothing: the liveness
+    // check must not take that for a silent scheduler.
+    receive_busy_.store(true, std::memory_order_relaxed);
+    it->second->Accept(msg);
+    receive_busy_.store(false, std::memory_order_relaxed);
+    return;
+  }
+  if (!msg.meta.request) {
+    LOG_IF(WARNING, stray_log_.ShouldLog())
+        << "response for app " << msg.meta.app_id << " customer " << customer_id
+        << ", which does not exist on this node, dropped";
+    return;
+  }
+  lock.unlock();
+  std::unique_lock<std::shared_mutex> write(dispatch_mu_);
+  // The customer may have registered (and taken the held messages) while no lock was
+  // held: deliver now, or this message would wait behind newer ones.
+  it = customers_.find({msg.meta.app_id, customer_id});
+  if (it != customers_.end()) {
+    it->second->Accept(msg);
+    return;
+  }
+  size_t bytes = msg.DataBytes();
+  if (early_messages_.size() < kMaxEarlyMessages && early_bytes_ + bytes <= kMaxEarlyBytes) {
+    early_bytes_ += bytes;
+    early_messages_.push_back({std::move(msg), std::chrono::steady_clock::now()});
+    has_early_ = true;
+    return;
+  }
+  write.unlock();
+  ReplyError(msg, Status::NotFound("app " + std::to_string(msg.meta.app_id) +
+                                   " is not running on node " + std::to_string(my_id()) +
+                                   " (and too many requests wait for it)"));
+}
+
+void Postoffice::ReplyError(const Message& request, const Status& status) {
+  Message reply;
+  reply.meta.app_id = request.meta.app_id;
+  reply.meta.customer_id = request.meta.customer_id;
+  reply.meta.timestamp = request.meta.timestamp;
+  reply.meta.request_id = request.meta.request_id;
+  reply.meta.incarnation = request.meta.incarnation;
+  reply.meta.push = request.meta.push;
+  reply.meta.pull = request.meta.pull;
+  reply.meta.head = request.meta.head;
+  reply.meta.simple_app = request.meta.simple_app;
+  reply.meta.request = false;
+  reply.meta.recipient = request.meta.sender;
+  reply.meta.status_code = static_cast<int>(status.code());
+  reply.meta.status_message = status.message();
+  Status s = SendControl(reply);
+  LOG_IF(WARNING, !s.ok()) << "cannot send error reply to node " << request.meta.sender << ": "
+                           << s;
+}
+
+}  // namespace ps

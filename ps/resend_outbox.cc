@@ -1,0 +1,89 @@
+#include "ps/internal/resend_outbox.h"
+
+#include <algorithm>
+
+namespace ps {
+namespace {
+
+// now + wait, saturating at the clock's end, so that a huge max_backoff means "resend
+// (almost) never" instead of wrapping into the past and resending at once.
+ResendOutbox::Clock::time_point DueAfter(ResendOutbox::Clock::time_point now,
+                                         ResendOutbox::Clock::duration wait) {
+  auto end = ResendOutbox::Clock::time_point::max();
+  return wait >= end - now ? end : now + wait;
+}
+
+}  // namespace
+
+ResendOutbox::ResendOutbox(std::chrono::milliseconds timeout, std::chrono::milliseconds max_backoff)
+    : timeout_(std::max(timeout, std::chrono::milliseconds(1))),
+      max_backoff_(std::max<Clock::duration>(max_backoff, timeout_)) {}
+
+uint64_t ResendOutbox::Track(Message* msg, Clock::time_point now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  int recipient = msg->meta.recipient;
+  Link& link = links_[recipient];
+  uint64_t seq = ++link.last_seq;
+  msg->meta.sequence = seq;
+  DueKey due(DueAfter(now, timeout_), ++tracked_);
+  link.pending.emplace(seq, Pending{*msg, due, timeout_});
+  schedule_.emplace(due, std::make_pair(recipient, seq));
+  return seq;
+}
+
+bool ResendOutbox::Ack(int recipient, uint64_t seq) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto link = links_.find(recipient);
+  if (link == links_.end()) return false;
+  auto it = link->second.pending.find(seq);
+  if (it == link->second.pending.end()) return false;
+  schedule_.erase(it->second.due);
+  link->second.pending.erase(it);
+  return true;
+}
+
+std::vector<Message> ResendOutbox::DueForResend(Clock::time_point now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<int, uint64_t>> due;
+  auto end = schedule_.upper_bound(DueKey(now, UINT64_MAX));
+  for (auto it = schedule_.begin(); it != end; ++it) due.push_back(it->second);
+  schedule_.erase(schedule_.begin(), end);
+
+  std::vector<std::pair<uint64_t, Pending*>> by_order;  // (Track order, entry)
+  by_order.reserve(due.size());
+  for (const auto& [recipient, seq] : due) {
+    Pending& p = links_.at(recipient).pending.at(seq);
+    p.wait = p.wait >= max_backoff_ / 2 ? max_backoff_ : p.wait * 2;
+    by_order.emplace_back(p.due.second, &p);
+    p.due.first = DueAfter(now, p.wait);
+    schedule_.emplace(p.due, std::make_pair(recipient, seq));
+  }
+  std::sort(by_order.begin(), by_order.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Message> out;
+  out.reserve(by_order.size());
+  for (const auto& entry : by_order) out.push_back(entry.second->msg);
+  return out;
+}
+
+size_t ResendOutbox::DropPeer(int recipient) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto link = links_.find(recipient);
+  if (link == links_.end()) return 0;
+  size_t dropped = link->second.pending.size();
+  for (const auto& entry : link->second.pending) schedule_.erase(entry.second.due);
+  links_.erase(link);
+  return dropped;
+}
+
+size_t ResendOutbox::Size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return schedule_.size();
+}
+
+ResendOutbox::Clock::time_point ResendOutbox::NextDue() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return schedule_.empty() ? Clock::time_point::max() : schedule_.begin()->first.first;
+}
+
+}  // namespace ps

@@ -1,0 +1,163 @@
+#include "ps/simple_app.h"
+
+#include <glog/logging.h>
+
+#include "ps/internal/postoffice.h"
+
+namespace ps {
+
+SimpleApp::SimpleApp(int app_id, int customer_id) {
+  if (!Postoffice::Get()->started()) {
+    throw Error("SimpleApp(" + std::to_string(app_id) + ", " + std::to_string(customer_id) +
+                ") created before ps::Start");
+  }
+  request_handle_ = [](const SimpleData& req, SimpleApp* app) { app->Response(req); };
+  response_handle_ = [](const SimpleData&, SimpleApp*) {};
+  customer_ = std::make_unique<Customer>(app_id, customer_id,
+                                         [this](Message& msg) { Process(msg); },
+                                         /*open_now=*/false);
+  customer_->set_abort_handle([this](int ts, uint64_t id, const Status& s) { Abort(ts, id, s); });
+  customer_->Open();
+}
+
+SimpleApp::~SimpleApp() { customer_->Close(); }
+
+void SimpleApp::set_request_handle(const Handle& request_handle) {
+  if (!request_handle) throw Error("SimpleApp::set_request_handle: empty handle");
+  std::lock_guard<std::mutex> lock(mu_);
+  request_handle_ = request_handle;
+}
+
+void SimpleApp::set_response_handle(const Handle& response_handle) {
+  if (!response_handle) throw Error("SimpleApp::set_response_handle: empty handle");
+  std::lock_guard<std::mutex> lock(mu_);
+  response_handle_ = response_handle;
+}
+
+int SimpleApp::Request(int req_head, const std::string& req_body, int recv_id) {
+  Postoffice* po = Postoffice::Get();
+  std::vector<int> recipients = po->GetNodeIDs(recv_id);
+  uint64_t id = 0;
+  int ts = customer_->NewRequest(recipients, &id);
+  if (recipients.empty()) {
+    customer_->FinishRequest(
+        ts, Status::Unavailable("no live node in group " + std::to_string(recv_id)));
+    return ts;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_[id] = Pending{ts, std::set<int>(recipients.begin(), recipients.end()), Status()};
+  }
+  for (int to : recipients) {
+    Message msg;
+    msg.meta.app_id = app_id();
+    msg.meta.customer_id = customer_id();
+    msg.meta.timestamp = ts;
+    msg.meta.request_id = id;
+    msg.meta.incarnation = customer_->incarnation();
+    msg.meta.request = true;
+    msg.meta.simple_app = true;
+    msg.meta.head = req_head;
+    msg.meta.body = req_body;
+    msg.meta.recipient = to;
+    Status s = po->Send(msg);
+    if (!s.ok()) {
+      // Counts as that recipient's failed answer.
+      Message failed;
+      failed.meta = msg.meta;
+      failed.meta.body.clear();
+      failed.meta.request = false;
+      failed.meta.sender = to;
+      failed.meta.status_code = static_cast<int>(s.code());
+      failed.meta.status_message = s.message();
+      Process(failed);
+    }
+  }
+  return ts;
+}
+
+Status SimpleApp::Wait(int timestamp) { return customer_->WaitRequest(timestamp); }
+
+void SimpleApp::Response(const SimpleData& recv_req, const std::string& res_body) {
+  Answer(recv_req, res_body, Status::OK());
+}
+
+void SimpleApp::ResponseError(const SimpleData& recv_req, const Status& status) {
+  Answer(recv_req, "", status);
+}
+
+void SimpleApp::Answer(const SimpleData& req, const std::string& body, const Status& status) {
+  Message msg;
+  msg.meta.app_id = app_id();
+  msg.meta.customer_id = req.customer_id;
+  msg.meta.timestamp = req.timestamp;
+  msg.meta.request_id = req.request_id;
+  msg.meta.incarnation = req.incarnation;
+  msg.meta.request = false;
+  msg.meta.simple_app = true;
+  msg.meta.head = req.head;
+  msg.meta.body = body;
+  msg.meta.recipient = req.sender;
+  msg.meta.status_code = static_cast<int>(status.code());
+  msg.meta.status_message = status.message();
+  Status s = Postoffice::Get()->Send(msg);
+  LOG_IF(WARNING, !s.ok()) << "SimpleApp " << app_id() << ": cannot answer node " << req.sender
+                           << ": " << s;
+}
+
+void SimpleApp::Process(Message& msg) {
+  const Meta& meta = msg.meta;
+  SimpleData data;
+  data.head = meta.head;
+  data.body = meta.body;
+  data.sender = meta.sender;
+  data.timestamp = meta.timestamp;
+  data.customer_id = meta.customer_id;
+  data.app_id = meta.app_id;
+  data.request_id = meta.request_id;
+  data.incarnation = meta.incarnation;
+  data.status = Status::FromWire(meta.status_code, meta.status_message);
+  if (!meta.simple_app || !msg.data.empty()) {
+    if (meta.request) ResponseError(data, Status::InvalidArgument("not a SimpleApp request"));
+    return;
+  }
+  if (meta.request) {
+    Handle handle;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      handle = request_handle_;
+    }
+    handle(data, this);
+    return;
+  }
+  if (meta.incarnation != customer_->incarnation()) return;  // for an earlier app
+  Handle handle;
+  bool finished = false;
+  int ts = 0;
+  Status status;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(meta.request_id);
+    if (it == pending_.end() || !it->second.waiting.erase(meta.sender)) return;
+    if (!data.status.ok() && it->second.status.ok()) it->second.status = data.status;
+    handle = response_handle_;
+    ts = it->second.timestamp;
+    if (it->second.waiting.empty()) {
+      finished = true;
+      status = it->second.status;
+      pending_.erase(it);
+    }
+  }
+  handle(data, this);
+  if (finished) customer_->FinishRequest(ts, status);
+}
+
+void SimpleApp::Abort(int timestamp, uint64_t request_id, const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.erase(request_id);
+  }
+  customer_->FinishRequest(timestamp, status);
+}
+
+}  // namespace ps
