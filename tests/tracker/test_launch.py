@@ -245,7 +245,7 @@ class LaunchTest(unittest.TestCase):
                      "PS_SCHEDULER_PORT", "PS_NODE_HOST", "PS_TRANSPORT",
                      "DMLC_ROLE", "DMLC_NUM_WORKER", "DMLC_NUM_SERVER",
                      "DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT",
-                     "DMLC_NODE_HOST"]:
+                     "DMLC_NODE_HOST", "PS_JOB_TOKEN"]:
             self.assertIn(word, r.stdout)
 
     def test_env_transport_and_port(self):
@@ -260,6 +260,19 @@ class LaunchTest(unittest.TestCase):
         for line in lines:
             self.assertTrue(line.endswith("] B 1=2 ipc 23456 23456"), line)
         self.assertIn("PS_ROLE=worker", r.stderr)  # --verbose
+
+    def test_job_token_is_shared_secret_and_never_shown(self):
+        cmd = 'echo "token=$PS_JOB_TOKEN"'
+        first = self.launch("-n", "2", "-s", "1", "--verbose", "--", "sh", "-c", cmd)
+        second = self.launch("-n", "2", "-s", "1", "--", "sh", "-c", cmd)
+        self.assertEqual(first.returncode, 0, first.stderr)
+        tokens = {l.split("token=")[1] for l in first.stdout.splitlines() if "token=" in l}
+        self.assertEqual(len(tokens), 1, first.stdout)  # one token, every node
+        token = tokens.pop()
+        self.assertGreaterEqual(len(token), 32)
+        self.assertNotIn(token, first.stderr)  # --verbose masks it
+        self.assertIn("PS_JOB_TOKEN='<secret>'", first.stderr)
+        self.assertNotIn(token, second.stdout)  # a new one per job
 
     def test_node_exit_code_is_propagated(self):
         r = self.launch("-n", "1", "-s", "1", "--", "sh", "-c",
