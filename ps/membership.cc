@@ -1,14 +1,16 @@
 #include "ps/internal/membership.h"
 
+#include <algorithm>
+
 #include "ps/base.h"
 
 namespace ps {
 
 const Node* MembershipView::Find(int id) const {
-  for (const Node& n : nodes) {
-    if (n.id == id) return &n;
-  }
-  return nullptr;
+  // Sorted by id (the holder sorts what it publishes): on the path of every message.
+  auto it = std::lower_bound(nodes.begin(), nodes.end(), id,
+                             [](const Node& n, int v) { return n.id < v; });
+  return it != nodes.end() && it->id == id ? &*it : nullptr;
 }
 
 std::vector<int> MembershipView::Ids(int node_group, bool alive_only) const {
@@ -40,6 +42,8 @@ MembershipHolder::MembershipHolder() {
 }
 
 const MembershipView* MembershipHolder::Publish(MembershipView view) {
+  std::sort(view.nodes.begin(), view.nodes.end(),
+            [](const Node& a, const Node& b) { return a.id < b.id; });
   std::lock_guard<std::mutex> lock(mu_);
   history_.push_back(std::make_unique<MembershipView>(std::move(view)));
   const MembershipView* published = history_.back().get();

@@ -390,7 +390,8 @@ void Postoffice::InstallMembership(MembershipView view) {
   if (first) return;
   for (const Node& n : gone) {
     if (n.state == Node::kDead) {
-      LOG(ERROR) << n.DebugString() << " is dead (silent for more than PS_HEARTBEAT_TIMEOUT="
+      // The scheduler has said it already, in its own words.
+      LOG_IF(ERROR, !is_scheduler()) << n.DebugString() << " is dead (silent for more than PS_HEARTBEAT_TIMEOUT="
                  << config_.heartbeat_timeout_s << " s)";
     } else {
       LOG_IF(INFO, verbose()) << n.DebugString() << " left the job";

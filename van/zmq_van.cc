@@ -23,8 +23,10 @@ constexpr size_t kZeroCopyThreshold = 4096;
 // How long Stop waits for queued outgoing messages to leave.
 constexpr int kLingerMs = 2000;
 
-// How long a send may wait for room in a peer's queue.
+// How long a send may wait for room in a peer's queue, and the slices it waits in
+// (between them it checks whether the peer is being disconnected).
 constexpr int kSendTimeoutMs = 60000;
+constexpr int kSendSliceMs = 100;
 
 std::string ZmqError() { return zmq_strerror(zmq_errno()); }
 
@@ -183,7 +185,7 @@ void* ZmqVan::NewPeerSocket(const std::string& endpoint, Status* error) {
   zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof(linger));
   // A peer that stops reading must not block a sender (and with it a shard) forever:
   // past the timeout the send fails with Unavailable.
-  int send_timeout = kSendTimeoutMs;
+  int send_timeout = kSendSliceMs;
   zmq_setsockopt(socket, ZMQ_SNDTIMEO, &send_timeout, sizeof(send_timeout));
   if (!options_.identity.empty()) {
     zmq_setsockopt(socket, ZMQ_ROUTING_ID, options_.identity.data(), options_.identity.size());
@@ -205,6 +207,7 @@ void ZmqVan::Disconnect(int node_id) {
     old = std::move(it->second);
     peers_.erase(it);
   }
+  old->closing = true;
   std::lock_guard<std::mutex> lock(old->mu);
   if (old->socket) {
     int linger = 0;  // what was queued for a gone peer is of no use to anyone
@@ -242,11 +245,24 @@ Status ZmqVan::Send(const Message& msg, SendMode mode) {
   zmq_msg_t part;
   zmq_msg_init_size(&part, meta.size());
   std::memcpy(zmq_msg_data(&part), meta.data(), meta.size());
-  if (zmq_msg_send(&part, peer->socket, flags | (frames ? ZMQ_SNDMORE : 0)) < 0) {
+  // Room is checked on the first frame only: once it is queued, ZeroMQ takes the
+  // rest of the message. So waiting happens here, in slices.
+  for (int waited = 0;; waited += kSendSliceMs) {
+    if (zmq_msg_send(&part, peer->socket, flags | (frames ? ZMQ_SNDMORE : 0)) >= 0) break;
+    int err = zmq_errno();
+    bool retry = err == EAGAIN && mode == SendMode::kBlocking && !peer->closing &&
+                 waited + kSendSliceMs < kSendTimeoutMs;
+    if (err == EINTR || retry) continue;
     // Nothing of this message left: the socket is as good as before.
-    Status err = Status::Unavailable("send to " + to + " failed: " + ZmqError());
+    Status failed = Status::Unavailable(
+        "send to " + to + " failed: " +
+        (peer->closing ? std::string("the connection is being closed")
+                       : err == EAGAIN && mode == SendMode::kBlocking
+                             ? "no room in its queue for " + std::to_string(kSendTimeoutMs / 1000) +
+                                   " s"
+                             : std::string(zmq_strerror(err))));
     zmq_msg_close(&part);
-    return err;
+    return failed;
   }
   size_t bytes = meta.size();
   for (size_t i = 0; i < frames; ++i) {
@@ -396,6 +412,7 @@ void ZmqVan::Stop() {
   receiver_ = nullptr;
   {
     std::unique_lock<std::shared_mutex> lock(peers_mu_);
+    for (auto& kv : peers_) kv.second->closing = true;
     for (auto& kv : peers_) {
       std::lock_guard<std::mutex> peer_lock(kv.second->mu);
       zmq_close(kv.second->socket);

@@ -36,6 +36,9 @@ class ZmqVan : public Van {
 
  private:
   struct Peer {
+    // Set (before taking mu) by Disconnect and Stop: a sender waiting for room gives
+    // up within one retry slice instead of holding mu for the whole send timeout.
+    std::atomic<bool> closing{false};
     std::mutex mu;  // serialises use of `socket`
     void* socket = nullptr;
     std::string endpoint;
