@@ -246,7 +246,8 @@ void Postoffice::Finalize(int customer_id, bool do_barrier) {
     leave.meta.recipient = kScheduler;
     SendControl(leave);
     auto deadline = std::chrono::steady_clock::now() + kFinalizeWait;
-    while (outbox_ && outbox_->Size() > 0 && std::chrono::steady_clock::now() < deadline) {
+    while (outbox_ && outbox_->Tracked(kScheduler, leave.meta.sequence) &&
+           std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   }
@@ -376,9 +377,10 @@ void Postoffice::InstallMembership(MembershipView view) {
   bool first = old->version == 0;
   for (const Node& n : view.nodes) {
     if (n.id == my_node_.id) {
-      Node::State state = n.state;
-      my_node_ = n;
-      if (state == Node::kDead && !finalizing_) {
+      // Other threads read my_node_ once the node has joined: it is written only by
+      // the first table (before joined_ is published); later views only change state.
+      if (first) my_node_ = n;
+      if (n.state == Node::kDead && !finalizing_) {
         membership_.Publish(std::move(view));
         GiveUp("the scheduler declared this node dead (silent for more than "
                "PS_HEARTBEAT_TIMEOUT); a dead node does not come back");

@@ -76,6 +76,12 @@ size_t ResendOutbox::DropPeer(int recipient) {
   return dropped;
 }
 
+bool ResendOutbox::Tracked(int recipient, uint64_t seq) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto link = links_.find(recipient);
+  return link != links_.end() && link->second.pending.count(seq) > 0;
+}
+
 size_t ResendOutbox::Size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return schedule_.size();

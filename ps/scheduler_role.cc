@@ -82,8 +82,11 @@ void SchedulerRole::Refuse(const Node& node, const std::string& why) {
   int temp_id = kRefusalIdBase + refusal_slot_;
   refusal_slot_ = (refusal_slot_ + 1) % kRefusalSlots;
   if (postoffice_->van()->Connect(temp_id, node.endpoint).ok()) {
+    // Not tracked for resend: a temporary id has no link to number messages on, and
+    // the refused node sends a new join if this answer is lost.
     reply.meta.recipient = temp_id;
-    postoffice_->Send(reply, SendMode::kNonBlocking);
+    reply.meta.sender = self_.id;
+    postoffice_->van()->Send(reply, SendMode::kNonBlocking);
   }
 }
 

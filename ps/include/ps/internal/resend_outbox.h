@@ -62,6 +62,9 @@ class ResendOutbox {
   // Messages awaiting ACK, over all recipients.
   size_t Size() const;
 
+  // Whether message `seq` to `recipient` still awaits its ACK.
+  bool Tracked(int recipient, uint64_t seq) const;
+
   // The earliest resend time; Clock::time_point::max() when nothing awaits ACK.
   Clock::time_point NextDue() const;
 
