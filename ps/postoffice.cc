@@ -95,13 +95,17 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
       membership_.Reset();
       finalizing_ = false;
       process_incarnation_ = RandomU64();
-      if (config_.resend) {
-        sequencer_ = std::make_unique<InboundSequencer>(kReorderWindow);
-        auto timeout = std::chrono::milliseconds(config_.resend_timeout_ms);
-        outbox_ = std::make_unique<ResendOutbox>(timeout, timeout * 16);
-      } else {
-        sequencer_.reset();
-        outbox_.reset();
+      for (int c = 0; c < 2; ++c) {
+        if (config_.resend) {
+          inbound_[c].sequencer = std::make_unique<InboundSequencer>(kReorderWindow);
+          auto timeout = std::chrono::milliseconds(config_.resend_timeout_ms);
+          outbox_[c] = std::make_unique<ResendOutbox>(timeout, timeout * 16);
+        } else {
+          inbound_[c].sequencer.reset();
+          outbox_[c].reset();
+        }
+        inbound_[c].unverified.clear();
+        inbound_[c].unverified_bytes = 0;
       }
       drop_rng_.seed(config_.drop_seed ? config_.drop_seed : RandomU64());
       scheduler_endpoint_ =
@@ -118,8 +122,6 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
         // the van delivers the first join request.
         my_node_.id = kScheduler;
         my_node_.rank = 0;
-        my_node_.port = config_.scheduler_port;
-        my_node_.endpoint = scheduler_endpoint_;
         scheduler_ = std::make_unique<SchedulerRole>(this, config_, my_node_);
         plugin_seat_ = std::make_unique<PluginSeat>(this);
       }
@@ -127,10 +129,15 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
       VanOptions options;
       options.transport = config_.transport;
       options.host = config_.node_host;
-      options.port = config_.node_port;
+      // Nodes find the scheduler at its control endpoint, PS_SCHEDULER_PORT; every
+      // other endpoint is picked here and travels in the node table.
+      options.port = is_scheduler() ? 0 : config_.node_port;
+      options.control_port = is_scheduler() ? config_.scheduler_port : 0;
       options.max_message_bytes = config_.max_message_bytes;
       options.identity = my_node_.identity;
-      s = van_->Start(options, [this](Message&& msg) { OnMessage(std::move(msg)); });
+      s = van_->Start(options, [this](Message&& msg, Channel channel) {
+        OnMessage(std::move(msg), channel);
+      });
       if (!s.ok()) {
         start_count_ = 0;
         loop_->Stop();
@@ -140,17 +147,18 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
         throw Error("HerdPS cannot start the " + std::string(RoleName(config_.role)) +
                     " node: " + s.message());
       }
+      my_node_.port = van_->port();
+      my_node_.endpoint = van_->endpoint();
+      my_node_.control_endpoint = van_->control_endpoint();
       if (is_scheduler()) {
         if (config_.job_token.empty()) {
           LOG(WARNING) << "PS_JOB_TOKEN is not set: this job is open, any process that "
                           "can reach " << scheduler_endpoint_
                        << " may join it (tracker/launch sets a token)";
         }
-        loop_->Post([this] { scheduler_->Begin(); });
+        loop_->Post([this, self = my_node_] { scheduler_->Begin(self); });
       } else {
-        my_node_.port = van_->port();
-        my_node_.endpoint = van_->endpoint();
-        s = van_->Connect(kScheduler, scheduler_endpoint_);
+        s = van_->Connect(kScheduler, "", scheduler_endpoint_);
         if (!s.ok()) {
           start_count_ = 0;
           StopRuntime();
@@ -170,7 +178,7 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
           join.meta.recipient = kScheduler;
           join.meta.sender = kEmpty;
           join.meta.sender_incarnation = process_incarnation_;
-          van_->Send(join, SendMode::kNonBlocking);
+          van_->Send(join, SendMode::kNonBlocking, Channel::kControl);
           auto waited = std::chrono::duration_cast<std::chrono::seconds>(
                             std::chrono::steady_clock::now() - begun)
                             .count();
@@ -246,7 +254,8 @@ void Postoffice::Finalize(int customer_id, bool do_barrier) {
     leave.meta.recipient = kScheduler;
     SendControl(leave);
     auto deadline = std::chrono::steady_clock::now() + kFinalizeWait;
-    while (outbox_ && outbox_->Tracked(kScheduler, leave.meta.sequence) &&
+    ResendOutbox* outbox = outbox_[static_cast<int>(Channel::kControl)].get();
+    while (outbox && outbox->Tracked(kScheduler, leave.meta.sequence) &&
            std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
@@ -317,20 +326,24 @@ Status Postoffice::Send(Message& msg, SendMode mode) {
                                ") is " + StateName(to->state));
   }
   LOG_IF(INFO, verbose() && !msg.meta.control.empty()) << "send " << msg.DebugString();
-  if (!outbox_ || msg.meta.control.cmd == Control::kAck ||
+  const Channel channel = ChannelOf(msg);
+  ResendOutbox* outbox = outbox_[static_cast<int>(channel)].get();
+  if (!outbox || msg.meta.control.cmd == Control::kAck ||
       msg.meta.control.cmd == Control::kHeartbeat) {
-    return van_->Send(msg, mode);
+    return van_->Send(msg, mode, channel);
   }
-  uint64_t seq = outbox_->Track(&msg, std::chrono::steady_clock::now());
-  Status s = van_->Send(msg, mode);
+  uint64_t seq = outbox->Track(&msg, std::chrono::steady_clock::now());
+  Status s = van_->Send(msg, mode, channel);
   // A message that could not leave is the caller's failure to report; a resend
   // behind its back would deliver what the caller was told failed.
-  if (!s.ok()) outbox_->Ack(msg.meta.recipient, seq);
+  if (!s.ok()) outbox->Ack(msg.meta.recipient, seq);
   return s;
 }
 
 Status Postoffice::SendControl(Message& msg) {
-  if (!outbox_) return Send(msg, SendMode::kNonBlocking);
+  const Channel channel = ChannelOf(msg);
+  ResendOutbox* outbox = outbox_[static_cast<int>(channel)].get();
+  if (!outbox) return Send(msg, SendMode::kNonBlocking);
   // With resend on, a message that finds the peer's queue full is still tracked and
   // goes out with the next resend.
   msg.meta.sender = my_node_.id;
@@ -340,8 +353,8 @@ Status Postoffice::SendControl(Message& msg) {
   if (view->version > 0 && to && !to->alive()) {
     return Status::Unavailable("node " + std::to_string(to->id) + " is " + StateName(to->state));
   }
-  outbox_->Track(&msg, std::chrono::steady_clock::now());
-  van_->Send(msg, SendMode::kNonBlocking);
+  outbox->Track(&msg, std::chrono::steady_clock::now());
+  van_->Send(msg, SendMode::kNonBlocking, channel);
   return Status::OK();
 }
 
@@ -358,7 +371,10 @@ NodeStats Postoffice::stats() const {
   s.duplicates = duplicates_.load();
   s.expired_early_messages = expired_early_.load();
   if (scheduler_) s.refused_joins = scheduler_->refused_joins();
-  if (outbox_) s.awaiting_ack = outbox_->Size();
+  for (int c = 0; c < 2; ++c) {
+    if (outbox_[c]) s.awaiting_ack += outbox_[c]->Size();
+    s.held_out_of_order += inbound_[c].held.load(std::memory_order_relaxed);
+  }
   return s;
 }
 
@@ -368,8 +384,9 @@ void Postoffice::InstallMembership(MembershipView view) {
   for (const Node& n : view.nodes) {
     const Node* before = old->Find(n.id);
     if (n.id == my_node_.id) continue;
-    if (n.alive() && (!before || before->endpoint != n.endpoint)) {
-      Status s = van_->Connect(n.id, n.endpoint);
+    if (n.alive() && (!before || before->endpoint != n.endpoint ||
+                      before->control_endpoint != n.control_endpoint)) {
+      Status s = van_->Connect(n.id, n.endpoint, n.control_endpoint);
       if (!s.ok()) LOG(ERROR) << "cannot connect to " << n.DebugString() << ": " << s;
     }
     if (!n.alive() && (!before || before->alive())) gone.push_back(n);
@@ -399,7 +416,9 @@ void Postoffice::InstallMembership(MembershipView view) {
       LOG_IF(INFO, verbose()) << n.DebugString() << " left the job";
     }
     van_->Disconnect(n.id);
-    if (outbox_) outbox_->DropPeer(n.id);
+    for (auto& outbox : outbox_) {
+      if (outbox) outbox->DropPeer(n.id);
+    }
     Status why = Status::Unavailable(
         std::string(RoleName(n.role)) + " " + std::to_string(n.rank) + " (node " +
         std::to_string(n.id) + ", " + n.endpoint + ") " +

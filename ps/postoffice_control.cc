@@ -65,7 +65,9 @@ void Postoffice::HandleControl(Message& msg) {
 void Postoffice::HandleJoinReply(const Message& msg) {
   if (joined_) {
     // A repeated table (our ACK was lost): acknowledge again.
-    if (sequencer_ && msg.meta.sequence) SendAck(kScheduler, msg.meta.sequence);
+    if (config_.resend && msg.meta.sequence) {
+      SendAck(kScheduler, msg.meta.sequence, Channel::kControl);
+    }
     return;
   }
   if (msg.meta.status_code != 0) {
@@ -102,14 +104,16 @@ void Postoffice::HandleJoinReply(const Message& msg) {
   my_node_.id = my_id;
   InstallMembership(std::move(view));
   scheduler_heard_ns_.store(NowNs());
-  {
-    std::lock_guard<std::mutex> lock(receive_mu_);
-    if (sequencer_ && msg.meta.sequence) SendAck(kScheduler, msg.meta.sequence);
-    MarkJoined();
-    // Data that raced ahead of the table is checked and delivered now, before
-    // anything that comes after it.
-    DrainUnverified();
+  if (config_.resend && msg.meta.sequence) {
+    SendAck(kScheduler, msg.meta.sequence, Channel::kControl);
   }
+  // What raced ahead of the table is checked and delivered now, before anything that
+  // comes after it: the channels' locks keep their receive threads out meanwhile.
+  std::lock_guard<std::mutex> data_lock(inbound_[0].mu);
+  std::lock_guard<std::mutex> control_lock(inbound_[1].mu);
+  MarkJoined();
+  DrainUnverified(Channel::kData);
+  DrainUnverified(Channel::kControl);
 }
 
 void Postoffice::HandleBarrierRelease(const Message& msg) {
@@ -139,7 +143,7 @@ void Postoffice::StartNodeTimers() {
                                    std::chrono::milliseconds(500)));
     loop_->RunEvery(check, [this] { CheckScheduler(); });
   }
-  if (outbox_) {
+  if (config_.resend) {
     auto tick = std::max(std::chrono::milliseconds(5),
                          std::chrono::milliseconds(config_.resend_timeout_ms / 4));
     loop_->RunEvery(tick, [this] { ResendDue(); });
@@ -162,7 +166,7 @@ void Postoffice::SendHeartbeat() {
 void Postoffice::CheckScheduler() {
   if (finalizing_ || !fatal_error_.empty()) return;
   int64_t now = NowNs();
-  if (receive_busy_.load(std::memory_order_relaxed)) {
+  if (inbound_[static_cast<int>(Channel::kControl)].busy.load(std::memory_order_relaxed)) {
     scheduler_heard_ns_.store(now);  // not silent: this node is not reading
     return;
   }
@@ -197,13 +201,16 @@ void Postoffice::GiveUp(const std::string& why) {
 }
 
 void Postoffice::ResendDue() {
-  for (Message& m : outbox_->DueForResend(std::chrono::steady_clock::now())) {
-    if (!membership_.Get()->IsAlive(m.meta.recipient) && membership_.Get()->version > 0) {
-      outbox_->Ack(m.meta.recipient, m.meta.sequence);
-      continue;
+  for (int c = 0; c < 2; ++c) {
+    ResendOutbox* outbox = outbox_[c].get();
+    for (Message& m : outbox->DueForResend(std::chrono::steady_clock::now())) {
+      if (!membership_.Get()->IsAlive(m.meta.recipient) && membership_.Get()->version > 0) {
+        outbox->Ack(m.meta.recipient, m.meta.sequence);
+        continue;
+      }
+      resent_.fetch_add(1, std::memory_order_relaxed);
+      van_->Send(m, SendMode::kNonBlocking, static_cast<Channel>(c));
     }
-    resent_.fetch_add(1, std::memory_order_relaxed);
-    van_->Send(m, SendMode::kNonBlocking);
   }
 }
 

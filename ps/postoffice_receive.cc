@@ -28,10 +28,13 @@ int64_t NowNs() {
 
 }  // namespace
 
-void Postoffice::OnMessage(Message&& msg) {
-  if (config_.drop_rate > 0 && drop_draw_(drop_rng_) < config_.drop_rate) {
-    injected_drops_.fetch_add(1, std::memory_order_relaxed);
-    return;
+void Postoffice::OnMessage(Message&& msg, Channel channel) {
+  if (config_.drop_rate > 0) {
+    std::lock_guard<std::mutex> lock(drop_mu_);
+    if (drop_draw_(drop_rng_) < config_.drop_rate) {
+      injected_drops_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
   }
   LOG_IF(INFO, verbose() && !msg.meta.control.empty()) << "recv " << msg.DebugString();
   const Meta& meta = msg.meta;
@@ -42,20 +45,21 @@ void Postoffice::OnMessage(Message&& msg) {
     }
     return;
   }
-  std::lock_guard<std::mutex> lock(receive_mu_);
+  Inbound& in = inbound_[static_cast<int>(channel)];
+  std::lock_guard<std::mutex> lock(in.mu);
   if (!joined_.load(std::memory_order_acquire)) {
     if (meta.sender == kScheduler && !is_scheduler() && !meta.control.empty()) {
-      Admit(msg, /*prejoin=*/true);
+      Admit(msg, channel, /*prejoin=*/true);
     } else if (meta.control.empty()) {
-      HoldUnverified(msg);
+      HoldUnverified(msg, in);
     }
     return;
   }
-  if (!unverified_.empty()) DrainUnverified();
-  Admit(msg, /*prejoin=*/false);
+  if (!in.unverified.empty()) DrainUnverified(channel);
+  Admit(msg, channel, /*prejoin=*/false);
 }
 
-void Postoffice::Admit(Message& msg, bool prejoin) {
+void Postoffice::Admit(Message& msg, Channel channel, bool prejoin) {
   const int sender = msg.meta.sender;
   if (!prejoin) {
     const Node* node = membership_.Get()->Find(sender);
@@ -77,64 +81,71 @@ void Postoffice::Admit(Message& msg, bool prejoin) {
   }
   if (sender == kScheduler) scheduler_heard_ns_.store(NowNs(), std::memory_order_relaxed);
   if (msg.meta.control.cmd == Control::kAck) {
-    if (outbox_) outbox_->Ack(sender, msg.meta.control.msg_sig);
+    // The low bit says which channel's message is acknowledged.
+    uint64_t sig = msg.meta.control.msg_sig;
+    ResendOutbox* outbox = outbox_[sig & 1].get();
+    if (outbox) outbox->Ack(sender, sig >> 1);
     return;
   }
+  Inbound& in = inbound_[static_cast<int>(channel)];
   const uint64_t seq = msg.meta.sequence;
-  if (!sequencer_ || seq == 0) {
-    Deliver(msg);
+  if (!in.sequencer || seq == 0) {
+    Deliver(msg, channel);
     return;
   }
   std::vector<Message> ready;
-  auto verdict = sequencer_->Accept(sender, msg.meta.sender_incarnation, seq, std::move(msg),
-                                    &ready);
+  auto verdict =
+      in.sequencer->Accept(sender, msg.meta.sender_incarnation, seq, std::move(msg), &ready);
+  in.held.store(in.sequencer->HeldMessages(), std::memory_order_relaxed);
   if (verdict == InboundSequencer::Verdict::kRefused) return;
   // Before the join this node has no id the scheduler would accept an ACK from; the
   // control loop acknowledges the node table once it is installed.
-  if (!prejoin) SendAck(sender, seq);
+  if (!prejoin) SendAck(sender, seq, channel);
   if (verdict == InboundSequencer::Verdict::kDuplicate) {
     duplicates_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  for (Message& m : ready) Deliver(m);
+  for (Message& m : ready) Deliver(m, channel);
 }
 
-void Postoffice::SendAck(int recipient, uint64_t sequence) {
+void Postoffice::SendAck(int recipient, uint64_t sequence, Channel channel) {
   Message ack;
   ack.meta.control.cmd = Control::kAck;
-  ack.meta.control.msg_sig = sequence;
+  ack.meta.control.msg_sig = (sequence << 1) | static_cast<uint64_t>(channel);
   ack.meta.recipient = recipient;
   // An ACK that finds a full queue is not needed: the sender resends and gets another.
   Send(ack, SendMode::kNonBlocking);
 }
 
-void Postoffice::Deliver(Message& msg) {
+void Postoffice::Deliver(Message& msg, Channel channel) {
   if (msg.meta.control.empty()) {
-    DispatchData(msg);
+    DispatchData(msg, channel);
   } else {
     loop_->Post([this, m = std::move(msg)]() mutable { HandleControl(m); });
   }
 }
 
-void Postoffice::HoldUnverified(Message& msg) {
+void Postoffice::HoldUnverified(Message& msg, Inbound& in) {
   size_t bytes = msg.DataBytes();
-  if (unverified_.size() >= kMaxEarlyMessages || unverified_bytes_ + bytes > kMaxEarlyBytes) {
+  if (in.unverified.size() >= kMaxEarlyMessages ||
+      in.unverified_bytes + bytes > kMaxEarlyBytes) {
     LOG_IF(WARNING, stray_log_.ShouldLog())
         << "data before the node table, over the limit of what is held; dropped";
     return;
   }
-  unverified_bytes_ += bytes;
-  unverified_.push_back(std::move(msg));
+  in.unverified_bytes += bytes;
+  in.unverified.push_back(std::move(msg));
 }
 
-void Postoffice::DrainUnverified() {
+void Postoffice::DrainUnverified(Channel channel) {
+  Inbound& in = inbound_[static_cast<int>(channel)];
   std::deque<Message> held;
-  held.swap(unverified_);
-  unverified_bytes_ = 0;
-  for (Message& m : held) Admit(m, /*prejoin=*/false);
+  held.swap(in.unverified);
+  in.unverified_bytes = 0;
+  for (Message& m : held) Admit(m, channel, /*prejoin=*/false);
 }
 
-void Postoffice::DispatchData(Message& msg) {
+void Postoffice::DispatchData(Message& msg, Channel channel) {
   std::shared_lock<std::shared_mutex> lock(dispatch_mu_);
   // Requests go to the app's request handler, registered as (app_id, app_id) as in
   // ps-lite; responses go back to the customer that issued the request.
@@ -143,9 +154,10 @@ void Postoffice::DispatchData(Message& msg) {
   if (it != customers_.end()) {
     // While the hand-off waits for room, this thread reads nothing: the liveness
     // check must not take that for a silent scheduler.
-    receive_busy_.store(true, std::memory_order_relaxed);
+    std::atomic<bool>& busy = inbound_[static_cast<int>(channel)].busy;
+    busy.store(true, std::memory_order_relaxed);
     it->second->Accept(msg);
-    receive_busy_.store(false, std::memory_order_relaxed);
+    busy.store(false, std::memory_order_relaxed);
     return;
   }
   if (!msg.meta.request) {

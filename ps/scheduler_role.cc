@@ -38,8 +38,10 @@ std::chrono::milliseconds Millis(double seconds) {
 SchedulerRole::SchedulerRole(Postoffice* postoffice, const Config& config, const Node& self)
     : postoffice_(postoffice), config_(config), self_(self) {}
 
-void SchedulerRole::Begin() {
-  begun_ = Clock::now();
+void SchedulerRole::Begin(const Node& self) {
+  self_ = self;
+  begun_ = true;
+  begun_at_ = Clock::now();
   EventLoop* loop = postoffice_->control_loop();
   loop->RunEvery(kProgressEvery, [this] { LogProgress(); });
   if (config_.heartbeat_interval_s > 0) {
@@ -47,6 +49,9 @@ void SchedulerRole::Begin() {
                           std::min(Millis(config_.heartbeat_interval_s),
                                    std::chrono::milliseconds(250)));
     loop->RunEvery(check, [this] { CheckLiveness(); });
+  }
+  if (joining_.size() == static_cast<size_t>(config_.num_workers + config_.num_servers)) {
+    AssignAndBroadcast();
   }
 }
 
@@ -74,19 +79,19 @@ void SchedulerRole::Refuse(const Node& node, const std::string& why) {
   LOG_IF(WARNING, refusal_log_.ShouldLog())
       << "refused the join of " << RoleName(node.role) << " at '" << node.endpoint
       << "': " << why << " (" << n << " refused so far)";
-  if (node.endpoint.empty()) return;
+  if (node.control_endpoint.empty()) return;
   Message reply;
   reply.meta.control.cmd = Control::kAddNode;
   reply.meta.status_code = static_cast<int>(Status::Code::kUnavailable);
   reply.meta.status_message = "the scheduler refused this node: " + why;
   int temp_id = kRefusalIdBase + refusal_slot_;
   refusal_slot_ = (refusal_slot_ + 1) % kRefusalSlots;
-  if (postoffice_->van()->Connect(temp_id, node.endpoint).ok()) {
+  if (postoffice_->van()->Connect(temp_id, "", node.control_endpoint).ok()) {
     // Not tracked for resend: a temporary id has no link to number messages on, and
     // the refused node sends a new join if this answer is lost.
     reply.meta.recipient = temp_id;
     reply.meta.sender = self_.id;
-    postoffice_->van()->Send(reply, SendMode::kNonBlocking);
+    postoffice_->van()->Send(reply, SendMode::kNonBlocking, Channel::kControl);
   }
 }
 
@@ -103,6 +108,7 @@ void SchedulerRole::HandleJoin(const Message& msg) {
     return;
   }
   if (node.role == Node::kSchedulerRole || node.endpoint.empty() ||
+      node.control_endpoint.empty() ||
       node.identity != msg.peer_identity || node.identity.empty()) {
     Refuse(node, node.role == Node::kSchedulerRole ? "a second scheduler"
                                                    : "no endpoint or a wrong identity");
@@ -137,7 +143,8 @@ void SchedulerRole::HandleJoin(const Message& msg) {
   LOG_IF(INFO, postoffice_->verbose())
       << "node joined: " << RoleName(node.role) << " at " << node.endpoint << " ("
       << joining_.size() << "/" << config_.num_workers + config_.num_servers << ")";
-  if (joining_.size() == static_cast<size_t>(config_.num_workers + config_.num_servers)) {
+  if (begun_ &&
+      joining_.size() == static_cast<size_t>(config_.num_workers + config_.num_servers)) {
     AssignAndBroadcast();
   }
 }
@@ -311,7 +318,7 @@ void SchedulerRole::LogProgress() {
     int workers = 0, servers = 0;
     for (const Node& n : joining_) (n.role == Node::kWorkerRole ? workers : servers)++;
     LOG(INFO) << "waiting for nodes to join ("
-              << std::chrono::duration_cast<std::chrono::seconds>(now - begun_).count()
+              << std::chrono::duration_cast<std::chrono::seconds>(now - begun_at_).count()
               << " s of PS_START_TIMEOUT=" << config_.start_timeout_s << " s): " << workers
               << "/" << config_.num_workers << " workers and " << servers << "/"
               << config_.num_servers << " servers have joined";

@@ -30,8 +30,9 @@ class SchedulerRole {
   using Clock = std::chrono::steady_clock;
   SchedulerRole(Postoffice* postoffice, const Config& config, const Node& self);
 
-  // Arms the scheduler's timers (join progress, liveness). Once, after the van runs.
-  void Begin();
+  // Learns the scheduler's own endpoints (known once the van runs) and arms the
+  // timers (join progress, liveness). Once; joins that come before it wait for it.
+  void Begin(const Node& self);
   // A control message for the scheduler (joins, heartbeats, barriers, leaves).
   void Handle(const Message& msg);
   uint64_t refused_joins() const { return refused_joins_.load(); }
@@ -60,7 +61,8 @@ class SchedulerRole {
   Node self_;
   std::vector<Node> joining_;  // arrival order, until the job is complete
   bool complete_ = false;
-  Clock::time_point begun_;
+  bool begun_ = false;
+  Clock::time_point begun_at_;
   MembershipView view_;  // the truth, once complete
   std::map<int, Clock::time_point> last_heard_;  // live nodes, by id
   // Entries of each (group, customer_id) barrier not released yet.

@@ -78,8 +78,8 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
   }
   last_checkpoint_clock_ = clock_.load();
   last_checkpoint_time_ = NowSeconds();
-  // The handle only splits requests onto the shards' bounded queues, so it runs on the
-  // receive thread: one hand-off (receive thread -> shard) per request.
+  // The handle only splits requests onto the shards' bounded queues: it runs on the
+  // data receive thread, so a request crosses one hand-off (to its shard).
   server_ = std::make_unique<KVServer<float>>(app_id, Customer::Delivery::kReceiveThread);
   server_->set_request_handle(
       [this](const KVMeta& meta, const KVPairs<float>& data, KVServer<float>*) {

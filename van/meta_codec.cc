@@ -23,6 +23,7 @@ void ToWire(const Node& n, herdps::wire::Node* p) {
   p->set_rank_hint(n.rank_hint);
   p->set_rank(n.rank);
   if (!n.identity.empty()) p->set_identity(n.identity);
+  if (!n.control_endpoint.empty()) p->set_control_endpoint(n.control_endpoint);
   p->set_state(static_cast<herdps::wire::NodeState>(n.state));
 }
 
@@ -43,6 +44,7 @@ Status FromWire(const herdps::wire::Node& p, Node* n) {
                                    std::to_string(p.identity().size()) + " bytes");
   }
   n->identity = p.identity();
+  n->control_endpoint = p.control_endpoint();
   if (p.state() < herdps::wire::JOINING || p.state() > herdps::wire::LEFT) {
     return Status::InvalidArgument("node entry has unknown state " + std::to_string(p.state()));
   }

@@ -73,18 +73,18 @@ std::string EndpointFor(const std::string& transport, const std::string& host, i
 
 ZmqVan::~ZmqVan() { Stop(); }
 
-Status ZmqVan::BindReceiver() {
+Status ZmqVan::Bind(Receiver* receiver, int wanted_port) {
   if (options_.transport == "tcp") {
     std::string addr = "tcp://" + options_.host + ":" +
-                       (options_.port ? std::to_string(options_.port) : std::string("*"));
-    if (zmq_bind(receiver_, addr.c_str()) != 0) {
+                       (wanted_port ? std::to_string(wanted_port) : std::string("*"));
+    if (zmq_bind(receiver->socket, addr.c_str()) != 0) {
       return Status::Unavailable("cannot bind " + addr + ": " + ZmqError());
     }
     char last[256];
     size_t len = sizeof(last);
-    zmq_getsockopt(receiver_, ZMQ_LAST_ENDPOINT, last, &len);
-    endpoint_ = last;
-    port_ = std::atoi(endpoint_.substr(endpoint_.rfind(':') + 1).c_str());
+    zmq_getsockopt(receiver->socket, ZMQ_LAST_ENDPOINT, last, &len);
+    receiver->endpoint = last;
+    receiver->port = std::atoi(receiver->endpoint.substr(receiver->endpoint.rfind(':') + 1).c_str());
     return Status::OK();
   }
   if (options_.transport == "ipc") {
@@ -92,16 +92,16 @@ Status ZmqVan::BindReceiver() {
     // here must not already exist: that would steal another node's endpoint.
     std::mt19937 rng(std::random_device{}());
     for (int attempt = 0; attempt < 100; ++attempt) {
-      int port = options_.port ? options_.port : 20000 + static_cast<int>(rng() % 40000000);
+      int port = wanted_port ? wanted_port : 20000 + static_cast<int>(rng() % 40000000);
       std::string addr = EndpointFor("ipc", options_.host, port);
       std::string path = addr.substr(6);
-      if (!options_.port && access(path.c_str(), F_OK) == 0) continue;
-      if (zmq_bind(receiver_, addr.c_str()) != 0) {
-        if (options_.port) return Status::Unavailable("cannot bind " + addr + ": " + ZmqError());
+      if (!wanted_port && access(path.c_str(), F_OK) == 0) continue;
+      if (zmq_bind(receiver->socket, addr.c_str()) != 0) {
+        if (wanted_port) return Status::Unavailable("cannot bind " + addr + ": " + ZmqError());
         continue;
       }
-      endpoint_ = addr;
-      port_ = port;
+      receiver->endpoint = addr;
+      receiver->port = port;
       return Status::OK();
     }
     return Status::Unavailable("cannot find a free ipc endpoint");
@@ -112,65 +112,44 @@ Status ZmqVan::BindReceiver() {
 
 Status ZmqVan::Start(const VanOptions& options, Handler handler) {
   if (started_) return Status::Internal("van started twice");
+  if (options.identity.size() > 255) {
+    return Status::InvalidArgument("van identity longer than 255 bytes");
+  }
   options_ = options;
   handler_ = std::move(handler);
   context_ = zmq_ctx_new();
   if (!context_) return Status::Internal("zmq_ctx_new failed: " + ZmqError());
   zmq_ctx_set(context_, ZMQ_MAX_SOCKETS, 65536);
-  receiver_ = zmq_socket(context_, ZMQ_ROUTER);
-  int linger = 0;
-  zmq_setsockopt(receiver_, ZMQ_LINGER, &linger, sizeof(linger));
-  int64_t max_size = options_.max_message_bytes;
-  zmq_setsockopt(receiver_, ZMQ_MAXMSGSIZE, &max_size, sizeof(max_size));
-  // A peer that reconnects (e.g. after a reset TCP connection) takes its identity
-  // back instead of being refused while the old connection is not yet noticed dead.
-  int handover = 1;
-  zmq_setsockopt(receiver_, ZMQ_ROUTER_HANDOVER, &handover, sizeof(handover));
-  if (options_.identity.size() > 255) {
-    zmq_close(receiver_);
-    zmq_ctx_term(context_);
-    receiver_ = context_ = nullptr;
-    return Status::InvalidArgument("van identity longer than 255 bytes");
+  Status s;
+  for (int c = 0; c < 2 && s.ok(); ++c) {
+    Receiver& r = receivers_[c];
+    r.socket = zmq_socket(context_, ZMQ_ROUTER);
+    int linger = 0;
+    zmq_setsockopt(r.socket, ZMQ_LINGER, &linger, sizeof(linger));
+    int64_t max_size = options_.max_message_bytes;
+    zmq_setsockopt(r.socket, ZMQ_MAXMSGSIZE, &max_size, sizeof(max_size));
+    // A peer that reconnects (e.g. after a reset TCP connection) takes its identity
+    // back instead of being refused while the old connection is not yet noticed dead.
+    int handover = 1;
+    zmq_setsockopt(r.socket, ZMQ_ROUTER_HANDOVER, &handover, sizeof(handover));
+    s = Bind(&r, c == 0 ? options_.port : options_.control_port);
   }
-  Status s = BindReceiver();
   if (s.ok()) {
     wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (wake_fd_ < 0) s = Status::Internal(std::string("eventfd failed: ") + std::strerror(errno));
   }
   if (!s.ok()) {
-    zmq_close(receiver_);
+    for (Receiver& r : receivers_) {
+      if (r.socket) zmq_close(r.socket);
+      r.socket = nullptr;
+    }
     zmq_ctx_term(context_);
-    receiver_ = context_ = nullptr;
+    context_ = nullptr;
     return s;
   }
   started_ = true;
-  receive_thread_ = std::thread([this] { ReceiveLoop(); });
-  return Status::OK();
-}
-
-Status ZmqVan::Connect(int node_id, const std::string& endpoint) {
-  if (!started_ || stopped_) return Status::Unavailable("van is not running");
-  {
-    std::shared_lock<std::shared_mutex> lock(peers_mu_);
-    auto it = peers_.find(node_id);
-    if (it != peers_.end() && it->second->endpoint == endpoint) return Status::OK();
-  }
-  auto peer = std::make_shared<Peer>();
-  peer->endpoint = endpoint;
-  Status error;
-  peer->socket = NewPeerSocket(endpoint, &error);
-  if (!peer->socket) return error;
-  std::shared_ptr<Peer> old;
-  {
-    std::unique_lock<std::shared_mutex> lock(peers_mu_);
-    auto& slot = peers_[node_id];
-    old = std::move(slot);
-    slot = peer;
-  }
-  if (old) {
-    std::lock_guard<std::mutex> lock(old->mu);
-    zmq_close(old->socket);
-    old->socket = nullptr;
+  for (int c = 0; c < 2; ++c) {
+    receivers_[c].thread = std::thread([this, c] { ReceiveLoop(static_cast<Channel>(c)); });
   }
   return Status::OK();
 }
@@ -183,8 +162,7 @@ void* ZmqVan::NewPeerSocket(const std::string& endpoint, Status* error) {
   }
   int linger = kLingerMs;
   zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof(linger));
-  // A peer that stops reading must not block a sender (and with it a shard) forever:
-  // past the timeout the send fails with Unavailable.
+  // A send waits for room in slices (see Send), so that a disconnect can stop it.
   int send_timeout = kSendSliceMs;
   zmq_setsockopt(socket, ZMQ_SNDTIMEO, &send_timeout, sizeof(send_timeout));
   if (!options_.identity.empty()) {
@@ -198,6 +176,50 @@ void* ZmqVan::NewPeerSocket(const std::string& endpoint, Status* error) {
   return socket;
 }
 
+void ZmqVan::CloseLink(Link* link, int linger_ms) {
+  link->closing = true;
+  std::lock_guard<std::mutex> lock(link->mu);
+  if (link->socket) {
+    zmq_setsockopt(link->socket, ZMQ_LINGER, &linger_ms, sizeof(linger_ms));
+    zmq_close(link->socket);
+    link->socket = nullptr;
+  }
+}
+
+Status ZmqVan::Connect(int node_id, const std::string& endpoint,
+                       const std::string& control_endpoint) {
+  if (!started_ || stopped_) return Status::Unavailable("van is not running");
+  const std::string* wanted[2] = {&endpoint, &control_endpoint};
+  std::shared_ptr<Peer> peer;
+  {
+    std::unique_lock<std::shared_mutex> lock(peers_mu_);
+    auto& slot = peers_[node_id];
+    if (!slot) slot = std::make_shared<Peer>();
+    peer = slot;
+  }
+  // A channel whose endpoint is unchanged keeps its connection, so messages already
+  // queued on it keep their order with the ones that follow.
+  for (int c = 0; c < 2; ++c) {
+    Link& link = peer->links[c];
+    void* old = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(link.mu);
+      if (link.endpoint == *wanted[c] && (link.socket || wanted[c]->empty())) continue;
+      void* socket = nullptr;
+      if (!wanted[c]->empty()) {
+        Status error;
+        socket = NewPeerSocket(*wanted[c], &error);
+        if (!socket) return error;
+      }
+      old = link.socket;
+      link.socket = socket;
+      link.endpoint = *wanted[c];
+    }
+    if (old) zmq_close(old);  // with the van's linger: what is queued may still go out
+  }
+  return Status::OK();
+}
+
 void ZmqVan::Disconnect(int node_id) {
   std::shared_ptr<Peer> old;
   {
@@ -207,14 +229,8 @@ void ZmqVan::Disconnect(int node_id) {
     old = std::move(it->second);
     peers_.erase(it);
   }
-  old->closing = true;
-  std::lock_guard<std::mutex> lock(old->mu);
-  if (old->socket) {
-    int linger = 0;  // what was queued for a gone peer is of no use to anyone
-    zmq_setsockopt(old->socket, ZMQ_LINGER, &linger, sizeof(linger));
-    zmq_close(old->socket);
-    old->socket = nullptr;
-  }
+  // What was queued for a gone peer is of no use to anyone.
+  for (Link& link : old->links) CloseLink(&link, 0);
 }
 
 std::shared_ptr<ZmqVan::Peer> ZmqVan::FindPeer(int node_id) {
@@ -223,7 +239,7 @@ std::shared_ptr<ZmqVan::Peer> ZmqVan::FindPeer(int node_id) {
   return it == peers_.end() ? nullptr : it->second;
 }
 
-Status ZmqVan::Send(const Message& msg, SendMode mode) {
+Status ZmqVan::Send(const Message& msg, SendMode mode, Channel channel) {
   const std::string to = "node " + std::to_string(msg.meta.recipient);
   std::string meta;
   Status s = EncodeMeta(msg, &meta);
@@ -237,9 +253,10 @@ Status ZmqVan::Send(const Message& msg, SendMode mode) {
   }
   std::shared_ptr<Peer> peer = FindPeer(msg.meta.recipient);
   if (!peer) return Status::Unavailable("no connection to " + to);
+  Link& link = peer->links[static_cast<int>(channel)];
 
-  std::lock_guard<std::mutex> lock(peer->mu);
-  if (!peer->socket) return Status::Unavailable("connection to " + to + " is closed");
+  std::lock_guard<std::mutex> lock(link.mu);
+  if (!link.socket) return Status::Unavailable("connection to " + to + " is closed");
   const int flags = mode == SendMode::kNonBlocking ? ZMQ_DONTWAIT : 0;
   size_t frames = msg.data.size();
   zmq_msg_t part;
@@ -248,19 +265,19 @@ Status ZmqVan::Send(const Message& msg, SendMode mode) {
   // Room is checked on the first frame only: once it is queued, ZeroMQ takes the
   // rest of the message. So waiting happens here, in slices.
   for (int waited = 0;; waited += kSendSliceMs) {
-    if (zmq_msg_send(&part, peer->socket, flags | (frames ? ZMQ_SNDMORE : 0)) >= 0) break;
+    if (zmq_msg_send(&part, link.socket, flags | (frames ? ZMQ_SNDMORE : 0)) >= 0) break;
     int err = zmq_errno();
-    bool retry = err == EAGAIN && mode == SendMode::kBlocking && !peer->closing &&
+    bool retry = err == EAGAIN && mode == SendMode::kBlocking && !link.closing &&
                  waited + kSendSliceMs < kSendTimeoutMs;
     if (err == EINTR || retry) continue;
     // Nothing of this message left: the socket is as good as before.
     Status failed = Status::Unavailable(
         "send to " + to + " failed: " +
-        (peer->closing ? std::string("the connection is being closed")
-                       : err == EAGAIN && mode == SendMode::kBlocking
-                             ? "no room in its queue for " + std::to_string(kSendTimeoutMs / 1000) +
-                                   " s"
-                             : std::string(zmq_strerror(err))));
+        (link.closing ? std::string("the connection is being closed")
+                      : err == EAGAIN && mode == SendMode::kBlocking
+                            ? "no room in its queue for " + std::to_string(kSendTimeoutMs / 1000) +
+                                  " s"
+                            : std::string(zmq_strerror(err))));
     zmq_msg_close(&part);
     return failed;
   }
@@ -274,16 +291,16 @@ Status ZmqVan::Send(const Message& msg, SendMode mode) {
       zmq_msg_init_size(&part, frame.size());
       if (frame.size()) std::memcpy(zmq_msg_data(&part), frame.data(), frame.size());
     }
-    if (zmq_msg_send(&part, peer->socket, flags | (i + 1 < frames ? ZMQ_SNDMORE : 0)) < 0) {
+    if (zmq_msg_send(&part, link.socket, flags | (i + 1 < frames ? ZMQ_SNDMORE : 0)) < 0) {
       Status err = Status::Unavailable("send to " + to + " failed: " + ZmqError());
       zmq_msg_close(&part);
       // Part of a multipart message is queued: the socket would glue the next message
       // onto it. Replace the connection; the partial message is discarded with it.
       int linger = 0;
-      zmq_setsockopt(peer->socket, ZMQ_LINGER, &linger, sizeof(linger));
-      zmq_close(peer->socket);
+      zmq_setsockopt(link.socket, ZMQ_LINGER, &linger, sizeof(linger));
+      zmq_close(link.socket);
       Status ignored;
-      peer->socket = NewPeerSocket(peer->endpoint, &ignored);
+      link.socket = NewPeerSocket(link.endpoint, &ignored);
       return err;
     }
     bytes += frame.size();
@@ -300,13 +317,14 @@ void ZmqVan::LogDropped(const std::string& reason) {
   }
 }
 
-void ZmqVan::ReceiveLoop() {
+void ZmqVan::ReceiveLoop(Channel channel) {
+  void* socket = receivers_[static_cast<int>(channel)].socket;
   zmq_pollitem_t items[2];
-  items[0].socket = receiver_;
+  items[0].socket = socket;
   items[0].fd = 0;
   items[0].events = ZMQ_POLLIN;
   items[1].socket = nullptr;
-  items[1].fd = wake_fd_;
+  items[1].fd = wake_fd_;  // never read: once written, it wakes both loops for good
   items[1].events = ZMQ_POLLIN;
   for (;;) {
     items[0].revents = items[1].revents = 0;
@@ -316,19 +334,20 @@ void ZmqVan::ReceiveLoop() {
       return;
     }
     if (items[1].revents & ZMQ_POLLIN) return;  // Stop
-    // Drain what is ready, but look at the wake-up between messages.
+    // Drain what is ready, but look at the wake-up between batches.
     for (int i = 0; i < 64; ++i) {
       int events = 0;
       size_t len = sizeof(events);
-      if (zmq_getsockopt(receiver_, ZMQ_EVENTS, &events, &len) != 0 || !(events & ZMQ_POLLIN)) {
+      if (zmq_getsockopt(socket, ZMQ_EVENTS, &events, &len) != 0 || !(events & ZMQ_POLLIN)) {
         break;
       }
-      if (!ReceiveOne()) return;
+      if (!ReceiveOne(channel)) return;
     }
   }
 }
 
-bool ZmqVan::ReceiveOne() {
+bool ZmqVan::ReceiveOne(Channel channel) {
+  void* socket = receivers_[static_cast<int>(channel)].socket;
   std::vector<zmq_msg_t*> frames;
   auto release_all = [&frames]() {
     for (auto* f : frames) zmq_msg_close(f), delete f;
@@ -339,7 +358,7 @@ bool ZmqVan::ReceiveOne() {
   for (int more = 1; more;) {
     auto* part = new zmq_msg_t;
     zmq_msg_init(part);
-    if (zmq_msg_recv(part, receiver_, 0) < 0) {
+    if (zmq_msg_recv(part, socket, 0) < 0) {
       zmq_msg_close(part);
       delete part;
       if (zmq_errno() == EINTR) continue;
@@ -389,7 +408,7 @@ bool ZmqVan::ReceiveOne() {
   received_messages_.fetch_add(1, std::memory_order_relaxed);
   received_bytes_.fetch_add(total, std::memory_order_relaxed);
   try {
-    handler_(std::move(msg));
+    handler_(std::move(msg), channel);
   } catch (const std::exception& e) {
     // Whatever a handler throws, the node keeps serving.
     LOG(ERROR) << "message handler threw: " << e.what();
@@ -401,28 +420,34 @@ void ZmqVan::Stop() {
   if (!started_ || stopped_.exchange(true)) return;
   uint64_t one = 1;
   if (write(wake_fd_, &one, sizeof(one)) != sizeof(one)) {
-    LOG(ERROR) << "cannot wake the receive thread: " << std::strerror(errno);
+    LOG(ERROR) << "cannot wake the receive threads: " << std::strerror(errno);
   }
-  CHECK(receive_thread_.get_id() != std::this_thread::get_id())
-      << "Van::Stop called from the van's own receive thread";
-  receive_thread_.join();
+  for (Receiver& r : receivers_) {
+    CHECK(r.thread.get_id() != std::this_thread::get_id())
+        << "Van::Stop called from the van's own receive thread";
+    r.thread.join();
+  }
   close(wake_fd_);
   wake_fd_ = -1;
-  zmq_close(receiver_);
-  receiver_ = nullptr;
+  for (Receiver& r : receivers_) {
+    zmq_close(r.socket);
+    r.socket = nullptr;
+  }
   {
     std::unique_lock<std::shared_mutex> lock(peers_mu_);
-    for (auto& kv : peers_) kv.second->closing = true;
     for (auto& kv : peers_) {
-      std::lock_guard<std::mutex> peer_lock(kv.second->mu);
-      zmq_close(kv.second->socket);
-      kv.second->socket = nullptr;
+      for (Link& link : kv.second->links) link.closing = true;
+    }
+    for (auto& kv : peers_) {
+      for (Link& link : kv.second->links) CloseLink(&link, kLingerMs);
     }
     peers_.clear();
   }
   zmq_ctx_term(context_);
   context_ = nullptr;
-  if (options_.transport == "ipc") unlink(endpoint_.substr(6).c_str());
+  if (options_.transport == "ipc") {
+    for (Receiver& r : receivers_) unlink(r.endpoint.substr(6).c_str());
+  }
 }
 
 VanStats ZmqVan::stats() const {

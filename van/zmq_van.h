@@ -1,7 +1,8 @@
 // ZmqVan: the ZeroMQ transport (tcp and ipc).
 //
-// Sockets: one ROUTER bound to this node's endpoint receives everything; one DEALER
-// per peer sends. Each DEALER has its own mutex (ZeroMQ sockets are not thread-safe),
+// Sockets: per channel (data, control), one ROUTER bound to this node's endpoint
+// receives, read by that channel's own receive thread; per peer and channel one
+// DEALER sends. Each DEALER has its own mutex (ZeroMQ sockets are not thread-safe),
 // so senders to different peers never wait for each other. Data frames are handed to
 // ZeroMQ without copying: the frame's SArray is kept alive by ZeroMQ's free callback.
 #ifndef HERDPS_VAN_ZMQ_VAN_H_
@@ -26,16 +27,20 @@ class ZmqVan : public Van {
   ~ZmqVan() override;
 
   Status Start(const VanOptions& options, Handler handler) override;
-  const std::string& endpoint() const override { return endpoint_; }
-  int port() const override { return port_; }
-  Status Connect(int node_id, const std::string& endpoint) override;
+  const std::string& endpoint() const override { return receivers_[0].endpoint; }
+  const std::string& control_endpoint() const override { return receivers_[1].endpoint; }
+  int port() const override { return receivers_[0].port; }
+  int control_port() const override { return receivers_[1].port; }
+  Status Connect(int node_id, const std::string& endpoint,
+                 const std::string& control_endpoint) override;
   void Disconnect(int node_id) override;
-  Status Send(const Message& msg, SendMode mode) override;
+  Status Send(const Message& msg, SendMode mode, Channel channel) override;
   void Stop() override;
   VanStats stats() const override;
 
  private:
-  struct Peer {
+  // One channel's connection to a peer.
+  struct Link {
     // Set (before taking mu) by Disconnect and Stop: a sender waiting for room gives
     // up within one retry slice instead of holding mu for the whole send timeout.
     std::atomic<bool> closing{false};
@@ -43,25 +48,33 @@ class ZmqVan : public Van {
     void* socket = nullptr;
     std::string endpoint;
   };
+  struct Peer {
+    Link links[2];  // by Channel
+  };
+  // One channel's receiving side.
+  struct Receiver {
+    void* socket = nullptr;  // owned by `thread` after Start
+    std::string endpoint;
+    int port = 0;
+    std::thread thread;
+  };
 
-  void ReceiveLoop();
+  void ReceiveLoop(Channel channel);
   // Reads one multipart message that zmq_poll said is ready and hands it on.
   // Returns false when the socket failed for good.
-  bool ReceiveOne();
-  Status BindReceiver();
+  bool ReceiveOne(Channel channel);
+  Status Bind(Receiver* receiver, int port);
   // A DEALER connected to `endpoint` with this node's identity, or nullptr.
   void* NewPeerSocket(const std::string& endpoint, Status* error);
+  static void CloseLink(Link* link, int linger_ms);
   std::shared_ptr<Peer> FindPeer(int node_id);
   void LogDropped(const std::string& reason);
 
   VanOptions options_;
   Handler handler_;
   void* context_ = nullptr;
-  void* receiver_ = nullptr;  // owned by the receive thread after Start
-  std::string endpoint_;
-  int port_ = 0;
-  int wake_fd_ = -1;  // eventfd: Stop writes it to end the receive loop
-  std::thread receive_thread_;
+  Receiver receivers_[2];  // by Channel
+  int wake_fd_ = -1;  // eventfd: Stop writes it to end the receive loops
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};
 

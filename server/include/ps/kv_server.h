@@ -2,11 +2,15 @@
 // handle, which must answer each request exactly once with Response (or
 // ResponseError), now or later, from any thread.
 //
-// Threading: the handle runs on the server's own thread, one request at a time, in
-// arrival order, so requests from one worker are handled in the order they were
-// issued (per-key FIFO). A handle that blocks delays this server's other requests
-// (and, once the bounded hand-off queue is full, reading from the network), never the
-// node's heartbeats, barriers or membership.
+// Threading: the handle runs on the node's data receive thread (no hand-off, as fast
+// as the network allows), one request at a time, in arrival order, so requests from
+// one worker are handled in the order they were issued (per-key FIFO). A handle that
+// blocks delays the node's data messages, never its control plane: heartbeats,
+// barriers, membership, resends and plugin messages travel on the control channel and
+// are served by other threads. A server whose handle may block for long, or several
+// server apps on one node that must not wait for each other, pass
+// Customer::Delivery::kOwnThread: the handle then runs on the app's own thread, fed
+// through a bounded queue (one hand-off per request).
 //
 // Malformed requests (unsorted keys, a value type other than Val, lens that do not add
 // up) never reach the handle: the requester gets an InvalidArgument status back.
@@ -40,9 +44,8 @@ class KVServer {
   // Serves app_id. Requests that arrive before the handle is set are held (see
   // docs/architecture.md) and delivered, in order, once it is. set_request_handle
   // throws ps::Error before ps::Start.
-  explicit KVServer(int app_id) : KVServer(app_id, Customer::Delivery::kOwnThread) {}
-  // For runtime servers whose handle only hands requests on to bounded queues (the
-  // optimizer server): kReceiveThread saves the hand-off to the server's own thread.
+  explicit KVServer(int app_id) : KVServer(app_id, Customer::Delivery::kReceiveThread) {}
+  // `delivery`: which thread runs the handle (see the class comment).
   KVServer(int app_id, Customer::Delivery delivery) : app_id_(app_id) {
     Customer::Options options;
     options.delivery = delivery;

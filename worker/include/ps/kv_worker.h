@@ -1,10 +1,11 @@
 // KVWorker<Val>: a worker's handle to the servers: push values to keys, pull them.
 //
 // Every call is asynchronous: it returns a timestamp at once; Wait(timestamp) blocks
-// until all servers involved have answered, and the optional callback runs (on the
-// worker's own callback thread, never on the runtime's) just before that. A request
-// also ends, with Unavailable naming the server, when a server it waits for dies or
-// leaves, and with Timeout at PS_REQUEST_TIMEOUT. Keys are placed on servers by the consistent-hash
+// until all servers involved have answered, and the optional callback runs just before
+// that: on the node's data receive thread when the last answer arrives (so it must not
+// block or Wait for another request), or on the worker's own thread when the request
+// ends early. A request ends early, with Unavailable naming the server, when a server
+// it waits for dies or leaves, and with Timeout at PS_REQUEST_TIMEOUT. Keys are placed on servers by the consistent-hash
 // ring, so one call may become several messages; pulled values come back in the
 // caller's key order.
 //
@@ -186,7 +187,9 @@ class KVWorker {
               const Sink& sink);
   void Process(Message& msg);
   void Abort(int timestamp, uint64_t request_id, const Status& status);
-  void Finish(int timestamp, Pending& p);
+  // `on_receive_thread`: called with the last answer (the callback may run here);
+  // else from the control loop, which never runs app code.
+  void Finish(int timestamp, Pending& p, bool on_receive_thread);
   Status Assemble(Pending& p, SArray<Val>* vals, SArray<int>* lens);
   static Status Deliver(const SArray<Val>& vals, const SArray<int>& lens, const Sink& sink);
 
@@ -262,7 +265,7 @@ int KVWorker<Val>::Request(bool push, bool pull, const KVPairs<Val>& kvs, int cm
   int ts = customer_->NewRequest(server_ids, &id);
   p.timestamp = ts;
   if (p.remaining == 0) {  // no keys: nothing to ask
-    Finish(ts, p);
+    Finish(ts, p, /*on_receive_thread=*/true);
     return ts;
   }
   {
@@ -365,7 +368,7 @@ void KVWorker<Val>::Process(Message& msg) {
     done = std::move(p);
     pending_.erase(it);
   }
-  Finish(done.timestamp, done);
+  Finish(done.timestamp, done, /*on_receive_thread=*/true);
 }
 
 template <typename Val>
@@ -379,11 +382,11 @@ void KVWorker<Val>::Abort(int timestamp, uint64_t request_id, const Status& stat
     pending_.erase(it);
   }
   done.status = status;
-  Finish(timestamp, done);
+  Finish(timestamp, done, /*on_receive_thread=*/false);
 }
 
 template <typename Val>
-void KVWorker<Val>::Finish(int timestamp, Pending& p) {
+void KVWorker<Val>::Finish(int timestamp, Pending& p, bool on_receive_thread) {
   if (p.pull && p.status.ok()) {
     SArray<Val> vals;
     SArray<int> lens;
@@ -399,8 +402,13 @@ void KVWorker<Val>::Finish(int timestamp, Pending& p) {
     customer_->FinishRequest(timestamp, p.status);
     return;
   }
-  // The callback is app code: it runs on the worker's own thread, and Wait returns
-  // after it.
+  if (on_receive_thread) {
+    p.cb();
+    customer_->FinishRequest(timestamp, p.status);
+    return;
+  }
+  // Ended by the control loop, which never runs app code: the callback goes to the
+  // worker's own thread, and Wait returns after it.
   Customer* customer = customer_.get();
   customer->RunOnOwnThread([customer, cb = std::move(p.cb), timestamp, status = p.status] {
     try {

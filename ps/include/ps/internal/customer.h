@@ -1,13 +1,14 @@
 // Customer: one app's (or one KVWorker's) endpoint in the runtime: it receives the
 // messages addressed to its (app_id, customer_id) and tracks its requests.
 //
-// Delivery. By default the receive handle runs on the customer's own thread, fed in
-// arrival order through a bounded queue (the one hand-off between the network and app
-// code); when the queue is full the node stops reading from the network until there is
-// room (backpressure), while its control plane (heartbeats, timers) goes on.
-// kReceiveThread runs the handle on the node's receive thread instead: only for
-// runtime code that does no app work and blocks at most on bounded queues (the
-// optimizer server's shard queues, the worker's answer matching).
+// Delivery. kOwnThread (the default for a bare Customer, and SimpleApp's) runs the
+// receive handle on the customer's own thread, fed in arrival order through a bounded
+// queue (one hand-off between the network and app code); when the queue is full the
+// channel's receive thread waits for room and stops reading (backpressure), while the
+// node's control loop (heartbeats, timers) goes on. kReceiveThread runs the handle on
+// the receive thread of the channel the message came on: KVServer and KVWorker use it
+// on the data channel, whose thread carries no control traffic, so a blocking handle
+// delays data only.
 //
 // Requests. Each request has a 64-bit id (unique in the process for this customer)
 // and, for ps-lite's int API, a timestamp (the id's low 31 bits). Every customer has a

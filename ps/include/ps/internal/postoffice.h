@@ -3,12 +3,15 @@
 // barriers and heartbeats, and routes incoming data messages to Customers.
 //
 // Threads of a node (see docs/architecture.md, "Threads of a node"):
-//  - the van's receive thread: checks each message's sender against the connection it
-//    came on, acknowledges and orders messages (PS_RESEND), hands control messages to
-//    the control loop and data messages to their customer (one bounded hand-off);
+//  - the van's two receive threads, one per channel: each checks every message's
+//    sender against the connection it came on, acknowledges and orders messages
+//    (PS_RESEND), and hands it on. The control channel's thread hands control
+//    messages to the control loop and SimpleApp messages to their app's own thread;
+//    the data channel's thread runs KV customers: a KVServer's handle, a KVWorker's
+//    answer matching and callbacks;
 //  - the control loop (EventLoop): membership, joins, barriers, heartbeats, resends
 //    and every deadline; it never runs app code;
-//  - each customer's own thread: app handles and callbacks.
+//  - customers' own threads (SimpleApp, plugins, a KVServer that asks for one).
 //
 // Thread safety: one per process (Get()); all public methods are thread-safe.
 // Errors an app can cause (bad environment, calls out of order, an unreachable
@@ -77,9 +80,14 @@ class Postoffice {
   // ps::Error if this node is not in the group or the scheduler is lost.
   void Barrier(int customer_id, int node_group);
 
-  // Sends msg with this node as sender. Fails with Unavailable, without sending, when
-  // the recipient is dead or left; otherwise see Van::Send.
+  // Sends msg with this node as sender, on the control channel if it is a control or
+  // SimpleApp message, else on the data channel. Fails with Unavailable, without
+  // sending, when the recipient is dead or left; otherwise see Van::Send.
   Status Send(Message& msg, SendMode mode = SendMode::kBlocking);
+  static Channel ChannelOf(const Message& msg) {
+    return !msg.meta.control.empty() || msg.meta.simple_app ? Channel::kControl
+                                                            : Channel::kData;
+  }
 
   void AddCustomer(Customer* customer);
   void RemoveCustomer(Customer* customer);
@@ -126,16 +134,28 @@ class Postoffice {
   friend class SchedulerRole;  // releases the scheduler's own barrier entries
   Postoffice();
   // Receive path (postoffice_receive.cc), on the van's receive thread.
-  void OnMessage(Message&& msg);
+  // Per channel: the state its receive thread owns. `mu` is held by whoever admits
+  // the channel's messages (its receive thread; the control loop when it admits what
+  // arrived before the table), so that one sender's messages are admitted in
+  // arrival order; it guards `sequencer` and `unverified`.
+  struct Inbound {
+    std::mutex mu;
+    std::unique_ptr<InboundSequencer> sequencer;  // PS_RESEND
+    std::deque<Message> unverified;  // arrived before the table
+    size_t unverified_bytes = 0;
+    std::atomic<bool> busy{false};  // the receive thread is handing a message to an app
+    std::atomic<size_t> held{0};    // sequencer->HeldMessages(), readable by any thread
+  };
+  void OnMessage(Message&& msg, Channel channel);
   // Checks the sender (unless `prejoin`: a reply from the scheduler before this node
   // knows its identity), handles ACKs, orders and de-duplicates (PS_RESEND), delivers.
-  void Admit(Message& msg, bool prejoin);
-  void Deliver(Message& msg);
-  void DispatchData(Message& msg);
-  // Data that arrived before this node joined, admitted once it has. receive_mu_ held.
-  void HoldUnverified(Message& msg);
-  void DrainUnverified();
-  void SendAck(int recipient, uint64_t sequence);
+  void Admit(Message& msg, Channel channel, bool prejoin);
+  void Deliver(Message& msg, Channel channel);
+  void DispatchData(Message& msg, Channel channel);
+  // Data that arrived before this node joined, admitted once it has. in.mu held.
+  void HoldUnverified(Message& msg, Inbound& in);
+  void DrainUnverified(Channel channel);
+  void SendAck(int recipient, uint64_t sequence, Channel channel);
   // Control loop (postoffice_control.cc).
   void HandleControl(Message& msg);
   void HandleJoinReply(const Message& msg);
@@ -176,22 +196,15 @@ class Postoffice {
 
   // Liveness, as seen from this node.
   std::atomic<int64_t> scheduler_heard_ns_{0};  // steady clock, any message from it
-  std::atomic<bool> receive_busy_{false};  // receive thread is handing data to an app
   std::atomic<bool> finalizing_{false};
 
-  // Reliable delivery (PS_RESEND); null when off. The sequencer is used on the
-  // receive thread only.
-  std::unique_ptr<InboundSequencer> sequencer_;
-  std::unique_ptr<ResendOutbox> outbox_;
-  std::mt19937_64 drop_rng_;  // receive thread only
+  Inbound inbound_[2];  // by Channel
+  // Reliable delivery (PS_RESEND), per channel (each numbers its own links); null
+  // when off.
+  std::unique_ptr<ResendOutbox> outbox_[2];
+  std::mutex drop_mu_;  // the two receive threads share the fault injector
+  std::mt19937_64 drop_rng_;
   std::uniform_real_distribution<double> drop_draw_{0.0, 1.0};
-
-  // Held by whoever admits messages (the receive thread; the control loop when it
-  // admits what arrived before the join), so that one sender's messages are admitted
-  // in arrival order. Guards sequencer_ use and unverified_.
-  std::mutex receive_mu_;
-  std::deque<Message> unverified_;
-  size_t unverified_bytes_ = 0;
 
   // Customers by (app_id, customer_id), and data that arrived before its customer (or
   // before the node table): delivered in order when they appear. dispatch_mu_ is held

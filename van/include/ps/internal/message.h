@@ -48,7 +48,8 @@ struct Node {
   Role role = kWorkerRole;
   std::string host;
   int port = 0;
-  std::string endpoint;  // what peers connect to: tcp://host:port or ipc://path
+  std::string endpoint;  // data channel: what peers connect to, tcp://host:port or ipc://path
+  std::string control_endpoint;  // control channel (see Van)
   int rank_hint = -1;    // the launcher's label for this node, -1 if none
   int rank = -1;
   // Routing identity of the node's outgoing connections (see Van); random per process.

@@ -1,6 +1,11 @@
 // Van: the transport between nodes. It moves Messages to peers named by node id and
-// hands every well-formed incoming message to one handler; malformed input is logged
+// hands every well-formed incoming message to a handler; malformed input is logged
 // and dropped, never passed on and never fatal.
+//
+// Two channels connect every pair of nodes: data (KV requests and answers) and control
+// (membership, barriers, heartbeats, ACKs, plugin messages). Each has its own receiving
+// socket and receive thread, so a data handler that blocks never delays control
+// traffic, and control traffic never queues behind data.
 //
 // The van knows bytes and peers only: it has no idea of keys, apps or barriers.
 #ifndef PS_INTERNAL_VAN_H_
@@ -16,10 +21,14 @@
 
 namespace ps {
 
+// Which connection a message travels on.
+enum class Channel { kData = 0, kControl = 1 };
+
 struct VanOptions {
   std::string transport = "tcp";  // "tcp" or "ipc"
   std::string host = "127.0.0.1";  // address to bind and advertise (tcp)
-  int port = 0;                    // 0: pick a free port
+  int port = 0;                    // data channel; 0: pick a free port
+  int control_port = 0;            // control channel; 0: pick a free port
   // Largest message accepted from the network; bigger ones are refused by the
   // transport before they are buffered.
   int64_t max_message_bytes = int64_t{4} << 30;
@@ -49,23 +58,27 @@ struct VanStats {
 
 class Van {
  public:
-  // Called on the van's receive thread, once per valid message, in arrival order. The
-  // handler may block (backpressure): the van then stops reading from the network.
-  using Handler = std::function<void(Message&& msg)>;
+  // Called on the channel's receive thread, once per valid message, in arrival order.
+  // The handler may block (backpressure): the van then stops reading that channel.
+  using Handler = std::function<void(Message&& msg, Channel channel)>;
 
   virtual ~Van() = default;
 
-  // Binds the receive endpoint and starts the receive thread. Returns an error if the
-  // address cannot be bound. `handler` must outlive Stop().
+  // Binds both channels' endpoints and starts their receive threads. Returns an error
+  // if an address cannot be bound. `handler` must outlive Stop().
   virtual Status Start(const VanOptions& options, Handler handler) = 0;
 
-  // The endpoint peers connect to ("tcp://host:port" or "ipc://path"). After Start.
-  virtual const std::string& endpoint() const = 0;
-  virtual int port() const = 0;
+  // The endpoints peers connect to ("tcp://host:port" or "ipc://path"). After Start.
+  virtual const std::string& endpoint() const = 0;  // data
+  virtual const std::string& control_endpoint() const = 0;
+  virtual int port() const = 0;  // data
+  virtual int control_port() const = 0;
 
-  // Makes `node_id` reachable at `endpoint`. Connecting is asynchronous: messages sent
-  // before the peer is up are queued. Re-connecting an id to a new endpoint replaces it.
-  virtual Status Connect(int node_id, const std::string& endpoint) = 0;
+  // Makes `node_id` reachable at its data and control endpoints (an empty one is not
+  // connected). Connecting is asynchronous: messages sent before the peer is up are
+  // queued. Re-connecting an id to other endpoints replaces those connections.
+  virtual Status Connect(int node_id, const std::string& endpoint,
+                         const std::string& control_endpoint) = 0;
 
   // Forgets `node_id`: its connection is closed and messages queued for it are
   // discarded. Later sends to it fail with Unavailable. Idempotent.
@@ -79,7 +92,8 @@ class Van {
   // timeout) or a transport failure; a failure after the first frame replaces the
   // peer's connection so that the next message starts clean. Thread-safe; concurrent
   // sends to different peers do not contend on a shared lock.
-  virtual Status Send(const Message& msg, SendMode mode = SendMode::kBlocking) = 0;
+  virtual Status Send(const Message& msg, SendMode mode = SendMode::kBlocking,
+                      Channel channel = Channel::kData) = 0;
 
   // Stops the receive thread and closes every socket, waiting a bounded time for
   // queued outgoing messages. Does not depend on the node's own endpoint (an ipc
