@@ -3,10 +3,19 @@
 // per key and counts inversions (a push whose sequence number is below one already
 // applied to that key). The worker replays the updates in issue order; the final
 // values must match exactly and the inversion count must be 0.
+//
+// Every node prints its delivery counters (ps::NodeStats) in a "stats:" line at the end;
+// with --stats_every_ms it also samples them while the job runs (see StatsSampler).
 #include <gflags/gflags.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -14,6 +23,9 @@
 
 DEFINE_int32(pushes, 20000, "asynchronous pushes");
 DEFINE_int32(keys, 16, "keys each push touches (spread over all servers)");
+DEFINE_int32(stats_every_ms, 0,
+             "if > 0: print this node's ps::NodeStats that often while the job runs, and "
+             "before Finalize wait (every node) until all this node sent is acknowledged");
 
 namespace {
 
@@ -94,17 +106,106 @@ int RunWorker() {
   return inversions == 0 && mismatched == 0 ? 0 : 1;
 }
 
+// How long a node waits, once every node is done, for its last messages to be
+// acknowledged (a lost ACK costs a few resends of PS_RESEND_TIMEOUT, doubling).
+constexpr std::chrono::seconds kAckDrainLimit(10);
+
+void PrintStats(const ps::NodeStats& s, const char* extra) {
+  std::printf(
+      "stats: injected_drops=%llu resent=%llu duplicates=%llu held=%zu awaiting_ack=%zu "
+      "from_gone_nodes=%llu%s\n",
+      static_cast<unsigned long long>(s.injected_drops),
+      static_cast<unsigned long long>(s.resent_messages),
+      static_cast<unsigned long long>(s.duplicates), s.held_out_of_order, s.awaiting_ack,
+      static_cast<unsigned long long>(s.from_gone_nodes), extra);
+  std::fflush(stdout);
+}
+
+// Samples this node's ps::NodeStats every `every` on a thread of its own, printing one
+// "stats-sample:" line each time and keeping the largest held_out_of_order and
+// awaiting_ack seen, so that a driver sees how far they grow during the job, not only
+// where they end. Thread safety: Stop and the accessors may be called from any thread.
+class StatsSampler {
+ public:
+  explicit StatsSampler(std::chrono::milliseconds every) : thread_([this, every] { Run(every); }) {}
+  ~StatsSampler() { Stop(); }
+
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  // "max_held_sampled=... max_awaiting_ack_sampled=... samples=..." for the final line.
+  std::string Summary() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return " max_held_sampled=" + std::to_string(max_held_) +
+           " max_awaiting_ack_sampled=" + std::to_string(max_awaiting_) +
+           " samples=" + std::to_string(samples_);
+  }
+
+ private:
+  void Run(std::chrono::milliseconds every) {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cv_.wait_for(lock, every, [this] { return stop_; })) {
+      ps::NodeStats s = ps::Postoffice::Get()->stats();
+      max_held_ = std::max(max_held_, s.held_out_of_order);
+      max_awaiting_ = std::max(max_awaiting_, s.awaiting_ack);
+      ++samples_;
+      std::printf("stats-sample: held=%zu awaiting_ack=%zu injected_drops=%llu resent=%llu\n",
+                  s.held_out_of_order, s.awaiting_ack,
+                  static_cast<unsigned long long>(s.injected_drops),
+                  static_cast<unsigned long long>(s.resent_messages));
+      std::fflush(stdout);
+    }
+  }
+
+  std::mutex mu_;  // guards everything below but thread_
+  std::condition_variable cv_;
+  bool stop_ = false;
+  size_t max_held_ = 0;
+  size_t max_awaiting_ = 0;
+  size_t samples_ = 0;
+  std::thread thread_;  // last: starts once the fields above exist
+};
+
+// Once every node is done sending, waits (bounded) until all this node sent has been
+// acknowledged, so that awaiting_ack in the final line says whether something never was.
+// Zero must hold for a while: the scheduler leaves its own barrier before it has sent
+// (and started tracking) the releases of the others.
+void DrainAcks() {
+  ps::Postoffice::Get()->Barrier(0, ps::kScheduler + ps::kServerGroup + ps::kWorkerGroup);
+  auto deadline = std::chrono::steady_clock::now() + kAckDrainLimit;
+  int zero_polls = 0;
+  while (zero_polls < 20 && std::chrono::steady_clock::now() < deadline) {
+    zero_polls = ps::Postoffice::Get()->stats().awaiting_ack == 0 ? zero_polls + 1 : 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char* argv[]) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   ps::Start(0, argv[0]);
+  std::unique_ptr<StatsSampler> sampler;
+  if (FLAGS_stats_every_ms > 0) {
+    sampler = std::make_unique<StatsSampler>(std::chrono::milliseconds(FLAGS_stats_every_ms));
+  }
   std::unique_ptr<ps::KVServer<uint64_t>> server;
   if (ps::IsServer()) {
     server = std::make_unique<ps::KVServer<uint64_t>>(0);
     server->set_request_handle(FifoHandle());
   }
   int rc = ps::IsWorker() ? RunWorker() : 0;
+  if (sampler) {
+    DrainAcks();
+    sampler->Stop();
+    PrintStats(ps::Postoffice::Get()->stats(), sampler->Summary().c_str());
+  }
   ps::Finalize(0, true);
+  if (!sampler) PrintStats(ps::Postoffice::Get()->stats(), "");
   return rc;
 }

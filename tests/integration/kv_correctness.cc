@@ -169,6 +169,21 @@ int RunWorker() {
   return failures ? 1 : 0;
 }
 
+// One line of this node's delivery counters, read by drivers that run the job with
+// PS_RESEND / PS_DROP_RATE (tests/integration/resend_test.py) to see that drops and
+// resends really happened. Printed after Finalize, so it counts the whole job.
+void PrintStats() {
+  ps::NodeStats s = ps::Postoffice::Get()->stats();
+  std::printf(
+      "stats: injected_drops=%llu resent=%llu duplicates=%llu held=%zu awaiting_ack=%zu "
+      "from_gone_nodes=%llu\n",
+      static_cast<unsigned long long>(s.injected_drops),
+      static_cast<unsigned long long>(s.resent_messages),
+      static_cast<unsigned long long>(s.duplicates), s.held_out_of_order, s.awaiting_ack,
+      static_cast<unsigned long long>(s.from_gone_nodes));
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char* argv[]) {
@@ -185,5 +200,6 @@ int main(int argc, char* argv[]) {
   }
   int rc = ps::IsWorker() ? RunWorker() : 0;
   ps::Finalize(0, true);
+  PrintStats();
   return rc;
 }

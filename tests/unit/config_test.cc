@@ -240,5 +240,200 @@ TEST(Config, VerboseIsOnForAnyValueButZero) {
   EXPECT_TRUE(c.verbose);
 }
 
+// The control plane's variables: liveness, request deadlines, reliable delivery, fault
+// injection and the join token.
+
+TEST(Config, ControlPlaneVariablesDefaultWhenUnset) {
+  Config c;
+  Status s = Load(RequiredEnv(), &c);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(c.heartbeat_interval_s, 1.0);
+  EXPECT_EQ(c.heartbeat_timeout_s, 10.0);
+  EXPECT_EQ(c.request_timeout_s, 300);
+  EXPECT_FALSE(c.resend);
+  EXPECT_EQ(c.resend_timeout_ms, 1000);
+  EXPECT_EQ(c.drop_rate, 0.0);
+  EXPECT_EQ(c.drop_seed, 0u);
+  EXPECT_EQ(c.job_token, "");  // an open job
+}
+
+TEST(Config, ControlPlaneVariablesAreReadWhenSet) {
+  Env env = RequiredEnv();
+  env["PS_HEARTBEAT_INTERVAL"] = "0.25";
+  env["PS_HEARTBEAT_TIMEOUT"] = "3.5";
+  env["PS_REQUEST_TIMEOUT"] = "30";
+  env["PS_RESEND"] = "1";
+  env["PS_RESEND_TIMEOUT"] = "250";
+  env["PS_DROP_RATE"] = "0.3";
+  env["PS_DROP_SEED"] = "12345";
+  env["PS_JOB_TOKEN"] = "0123abcd ; = $x";
+  Config c;
+  Status s = Load(env, &c);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(c.heartbeat_interval_s, 0.25);
+  EXPECT_EQ(c.heartbeat_timeout_s, 3.5);
+  EXPECT_EQ(c.request_timeout_s, 30);
+  EXPECT_TRUE(c.resend);
+  EXPECT_EQ(c.resend_timeout_ms, 250);
+  EXPECT_EQ(c.drop_rate, 0.3);
+  EXPECT_EQ(c.drop_seed, 12345u);
+  EXPECT_EQ(c.job_token, "0123abcd ; = $x");  // verbatim
+}
+
+TEST(Config, HeartbeatTimeoutUnderTwoIntervalsIsRefusedSayingWhy) {
+  const std::pair<const char*, const char*> refused[] = {
+      {"1", "1.9"}, {"0.5", "0.99"}, {"2", "3"}, {"6", nullptr}};  // nullptr: default 10 s
+  for (const auto& [interval, timeout] : refused) {
+    Env env = RequiredEnv();
+    env["PS_HEARTBEAT_INTERVAL"] = interval;
+    if (timeout) env["PS_HEARTBEAT_TIMEOUT"] = timeout;
+    Config c;
+    Status s = Load(env, &c);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << interval << " / " << timeout;
+    EXPECT_TRUE(Contains(s, "PS_HEARTBEAT_TIMEOUT=")) << s;
+    EXPECT_TRUE(Contains(s, "less than two PS_HEARTBEAT_INTERVALs")) << s;
+  }
+}
+
+TEST(Config, HeartbeatTimeoutOfExactlyTwoIntervalsIsAccepted) {
+  Env env = RequiredEnv();
+  env["PS_HEARTBEAT_INTERVAL"] = "0.25";
+  env["PS_HEARTBEAT_TIMEOUT"] = "0.5";
+  Config c;
+  Status s = Load(env, &c);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(c.heartbeat_timeout_s, 0.5);
+}
+
+TEST(Config, HeartbeatIntervalZeroTurnsLivenessOffWhateverTheTimeout) {
+  Env env = RequiredEnv();
+  env["PS_HEARTBEAT_INTERVAL"] = "0";
+  env["PS_HEARTBEAT_TIMEOUT"] = "0.1";
+  Config c;
+  Status s = Load(env, &c);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(c.heartbeat_interval_s, 0.0);
+}
+
+TEST(Config, RequestTimeoutZeroMeansNoDeadline) {
+  Env env = RequiredEnv();
+  env["PS_REQUEST_TIMEOUT"] = "0";
+  Config c;
+  Status s = Load(env, &c);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(c.request_timeout_s, 0);
+}
+
+TEST(Config, ResendIsASwitchThatRefusesAnythingElse) {
+  for (const char* on : {"1", "true", "yes", "on"}) {
+    Env env = RequiredEnv();
+    env["PS_RESEND"] = on;
+    Config c;
+    ASSERT_TRUE(Load(env, &c).ok()) << on;
+    EXPECT_TRUE(c.resend) << on;
+  }
+  for (const char* off : {"0", "false", "no", "off"}) {
+    Env env = RequiredEnv();
+    env["PS_RESEND"] = off;
+    Config c;
+    c.resend = true;
+    ASSERT_TRUE(Load(env, &c).ok()) << off;
+    EXPECT_FALSE(c.resend) << off;
+  }
+  for (const char* bad : {"2", "enabled", "1 "}) {
+    Env env = RequiredEnv();
+    env["PS_RESEND"] = bad;
+    Config c;
+    Status s = Load(env, &c);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << bad;
+    EXPECT_TRUE(Contains(s, std::string("PS_RESEND='") + bad + "' is not 0 or 1")) << s;
+  }
+}
+
+TEST(Config, DropRateIsRefusedWithoutResendSayingHowToFixIt) {
+  for (const char* resend : {"", "0"}) {  // "": unset
+    Env env = RequiredEnv();
+    env["PS_DROP_RATE"] = "0.1";
+    if (*resend) env["PS_RESEND"] = resend;
+    Config c;
+    Status s = Load(env, &c);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << resend;
+    EXPECT_TRUE(Contains(s, "PS_DROP_RATE=")) << s;
+    EXPECT_TRUE(Contains(s, "set PS_RESEND=1")) << s;
+  }
+  Env env = RequiredEnv();
+  env["PS_DROP_RATE"] = "0";  // drops nothing: nothing to recover
+  Config c;
+  EXPECT_TRUE(Load(env, &c).ok());
+}
+
+TEST(Config, DropRateUpToZeroPointNineNineIsAccepted) {
+  for (const char* rate : {"0", "0.5", "0.99"}) {
+    Env env = RequiredEnv();
+    env["PS_RESEND"] = "1";
+    env["PS_DROP_RATE"] = rate;
+    Config c;
+    Status s = Load(env, &c);
+    ASSERT_TRUE(s.ok()) << rate << ": " << s;
+    EXPECT_EQ(c.drop_rate, std::stod(rate));
+  }
+}
+
+TEST(Config, MalformedControlPlaneNumbersAreRefusedNamingTheVariable) {
+  struct Bad {
+    const char* name;
+    const char* value;
+    const char* why;
+  };
+  const char* kNumber = "is not a number in [";
+  const char* kInteger = "is not an integer in [";
+  const Bad bad[] = {
+      {"PS_HEARTBEAT_INTERVAL", "-1", kNumber},
+      {"PS_HEARTBEAT_INTERVAL", "fast", kNumber},
+      {"PS_HEARTBEAT_INTERVAL", "1s", kNumber},
+      {"PS_HEARTBEAT_INTERVAL", "3601", kNumber},
+      {"PS_HEARTBEAT_INTERVAL", "nan", kNumber},
+      {"PS_HEARTBEAT_INTERVAL", "inf", kNumber},
+      {"PS_HEARTBEAT_TIMEOUT", "0", kNumber},
+      {"PS_HEARTBEAT_TIMEOUT", "0.05", kNumber},
+      {"PS_HEARTBEAT_TIMEOUT", "ten", kNumber},
+      {"PS_HEARTBEAT_TIMEOUT", "86401", kNumber},
+      {"PS_REQUEST_TIMEOUT", "-1", kInteger},
+      {"PS_REQUEST_TIMEOUT", "1.5", kInteger},
+      {"PS_REQUEST_TIMEOUT", "forever", kInteger},
+      {"PS_REQUEST_TIMEOUT", "16777217", kInteger},
+      {"PS_RESEND_TIMEOUT", "0", kInteger},
+      {"PS_RESEND_TIMEOUT", "-5", kInteger},
+      {"PS_RESEND_TIMEOUT", "100ms", kInteger},
+      {"PS_RESEND_TIMEOUT", "3600001", kInteger},
+      {"PS_DROP_RATE", "-0.1", kNumber},
+      {"PS_DROP_RATE", "1", kNumber},
+      {"PS_DROP_RATE", "0.995", kNumber},
+      {"PS_DROP_RATE", "half", kNumber},
+      {"PS_DROP_RATE", "nan", kNumber},
+      {"PS_DROP_SEED", "-1", kInteger},
+      {"PS_DROP_SEED", "seed", kInteger},
+      {"PS_DROP_SEED", "99999999999999999999", kInteger},
+  };
+  for (const Bad& b : bad) {
+    Env env = RequiredEnv();
+    env["PS_RESEND"] = "1";  // so PS_DROP_RATE is refused for its value, not for PS_RESEND
+    env[b.name] = b.value;
+    Config c;
+    Status s = Load(env, &c);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << b.name << "=" << b.value;
+    EXPECT_TRUE(Contains(s, std::string(b.name) + "='" + b.value + "' " + b.why)) << s;
+  }
+}
+
+TEST(Config, AnEmptyJobTokenLeavesTheJobOpen) {
+  Env env = RequiredEnv();
+  env["PS_JOB_TOKEN"] = "";
+  Config c;
+  c.job_token = "stale";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_EQ(c.job_token, "");
+}
+
 }  // namespace
 }  // namespace ps

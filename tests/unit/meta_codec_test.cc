@@ -25,6 +25,8 @@ Node MakeNode(int id, Node::Role role, int port) {
   n.endpoint = "tcp://" + n.host + ":" + std::to_string(port);
   n.rank_hint = id - 8;
   n.rank = id / 2;
+  n.identity = "hps-" + std::to_string(id);
+  n.state = Node::kLive;
   return n;
 }
 
@@ -47,12 +49,19 @@ Message FullMessage() {
   m.control.nodes = {MakeNode(8, Node::kServerRole, 9100), MakeNode(9, Node::kWorkerRole, 9200)};
   m.control.barrier_group = 6;
   m.control.msg_sig = 0xdeadbeefcafef00dULL;
+  m.control.consistency = 1;
+  m.control.staleness = 4;
+  m.control.token = "job-token";
+  m.control.membership_version = 12;
   m.status_code = 3;
   m.status_message = "peer gone";
   m.priority = -2;
   m.clock = 42;
   m.compression = 1;
   m.sequence = uint64_t{1} << 40;
+  m.request_id = (uint64_t{1} << 33) + 5;
+  m.incarnation = 0x1234567890abcdefULL;
+  m.sender_incarnation = 0xfedcba0987654321ULL;
   msg.AddData(SArray<uint64_t>{1, 2, 3});
   msg.AddData(SArray<float>{1.f, 2.f});
   msg.AddData(SArray<int>{4});
@@ -122,13 +131,21 @@ TEST(MetaCodec, EveryFieldSurvivesTheRoundTrip) {
   EXPECT_EQ(out.clock, in.clock);
   EXPECT_EQ(out.compression, in.compression);
   EXPECT_EQ(out.sequence, in.sequence);
+  EXPECT_EQ(out.request_id, in.request_id);
+  EXPECT_EQ(out.incarnation, in.incarnation);
+  EXPECT_EQ(out.sender_incarnation, in.sender_incarnation);
   EXPECT_EQ(out.control.cmd, in.control.cmd);
   EXPECT_EQ(out.control.barrier_group, in.control.barrier_group);
   EXPECT_EQ(out.control.msg_sig, in.control.msg_sig);
+  EXPECT_EQ(out.control.consistency, in.control.consistency);
+  EXPECT_EQ(out.control.staleness, in.control.staleness);
+  EXPECT_EQ(out.control.token, in.control.token);
+  EXPECT_EQ(out.control.membership_version, in.control.membership_version);
   ASSERT_EQ(out.control.nodes.size(), in.control.nodes.size());
   for (size_t i = 0; i < in.control.nodes.size(); ++i) {
     auto fields = [](const Node& n) {
-      return std::tie(n.id, n.role, n.host, n.port, n.endpoint, n.rank_hint, n.rank);
+      return std::tie(n.id, n.role, n.host, n.port, n.endpoint, n.rank_hint, n.rank, n.identity,
+                      n.state);
     };
     EXPECT_TRUE(fields(out.control.nodes[i]) == fields(in.control.nodes[i]))
         << out.control.nodes[i].DebugString() << " vs " << in.control.nodes[i].DebugString();
@@ -137,7 +154,7 @@ TEST(MetaCodec, EveryFieldSurvivesTheRoundTrip) {
 
 TEST(MetaCodec, EveryControlCommandRoundTrips) {
   for (auto cmd : {Control::kAddNode, Control::kBarrier, Control::kHeartbeat, Control::kAck,
-                   Control::kTerminate}) {
+                   Control::kTerminate, Control::kMembership, Control::kLeave}) {
     Message msg;
     msg.meta.control.cmd = cmd;
     msg.meta.control.barrier_group = 7;
@@ -315,6 +332,125 @@ TEST(MetaCodec, EveryTruncationIsRejectedOrDecodedConsistently) {
       EXPECT_TRUE(s.ok()) << s;
     }
   }
+}
+
+// The control plane's fields: request identity, liveness and membership, the join token.
+
+// A membership update listing a node in every state, with every new field set to a value
+// that needs all its bits.
+Message ControlPlaneMessage() {
+  Message msg;
+  Meta& m = msg.meta;
+  m.request_id = 0xfedcba9876543210ULL;
+  m.incarnation = 0x8000000000000001ULL;
+  m.sender_incarnation = ~uint64_t{0};
+  m.control.cmd = Control::kMembership;
+  m.control.membership_version = (uint64_t{1} << 40) + 3;
+  m.control.consistency = 2;
+  m.control.staleness = 3;
+  m.control.token = std::string("tok\0en\xff", 7);
+  const Node::State states[] = {Node::kJoining, Node::kLive, Node::kDead, Node::kLeft};
+  for (int i = 0; i < 4; ++i) {
+    Node n = MakeNode(8 + i, i % 2 ? Node::kWorkerRole : Node::kServerRole, 9100 + i);
+    n.identity = "hps-" + std::to_string(i) + std::string("\0\x80", 2);
+    n.state = states[i];
+    m.control.nodes.push_back(n);
+  }
+  return msg;
+}
+
+// A header with one node entry, for crafting malformed ones on the wire.
+herdps::wire::Meta OneNodeWire(herdps::wire::Node** node) {
+  herdps::wire::Meta p;
+  auto* c = p.mutable_control();
+  c->set_cmd(herdps::wire::MEMBERSHIP);
+  *node = c->add_node();
+  (*node)->set_id(8);
+  (*node)->set_role(herdps::wire::SERVER);
+  return p;
+}
+
+TEST(MetaCodec, ControlPlaneFieldsSurviveTheRoundTrip) {
+  Message msg = ControlPlaneMessage();
+  Meta out;
+  Status s = Decode(Encode(msg), {}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  const Meta& in = msg.meta;
+  EXPECT_EQ(out.request_id, in.request_id);
+  EXPECT_EQ(out.incarnation, in.incarnation);
+  EXPECT_EQ(out.sender_incarnation, in.sender_incarnation);
+  EXPECT_EQ(out.control.cmd, Control::kMembership);
+  EXPECT_EQ(out.control.membership_version, in.control.membership_version);
+  EXPECT_EQ(out.control.consistency, in.control.consistency);
+  EXPECT_EQ(out.control.staleness, in.control.staleness);
+  EXPECT_EQ(out.control.token, in.control.token);
+  ASSERT_EQ(out.control.nodes.size(), in.control.nodes.size());
+  for (size_t i = 0; i < in.control.nodes.size(); ++i) {
+    EXPECT_EQ(out.control.nodes[i].id, in.control.nodes[i].id);
+    EXPECT_EQ(out.control.nodes[i].identity, in.control.nodes[i].identity);
+    EXPECT_EQ(out.control.nodes[i].state, in.control.nodes[i].state);
+  }
+}
+
+TEST(MetaCodec, ALeaveCarriesItsSenderAndNoNodes) {
+  Message msg;
+  msg.meta.sender = 9;
+  msg.meta.control.cmd = Control::kLeave;
+  Meta out;
+  Status s = Decode(Encode(msg), {}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(out.control.cmd, Control::kLeave);
+  EXPECT_EQ(out.sender, 9);
+  EXPECT_TRUE(out.control.nodes.empty());
+  EXPECT_EQ(out.control.token, "");
+}
+
+TEST(MetaCodec, AnIdentityOfUpTo255BytesAndATokenOfUpTo1024AreAccepted) {
+  Message msg = ControlPlaneMessage();
+  msg.meta.control.nodes[0].identity = std::string(255, 'i');
+  msg.meta.control.token = std::string(1024, 't');
+  Meta out;
+  Status s = Decode(Encode(msg), {}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(out.control.nodes[0].identity.size(), 255u);
+  EXPECT_EQ(out.control.token.size(), 1024u);
+}
+
+TEST(MetaCodec, DecodeRejectsANodeWithAnUnknownState) {
+  for (int state : {4, 99, -1}) {
+    herdps::wire::Node* node = nullptr;
+    herdps::wire::Meta p = OneNodeWire(&node);
+    node->set_state(static_cast<herdps::wire::NodeState>(state));
+    Status s = DecodeWire(p, {});
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << state;
+    EXPECT_TRUE(Contains(s, "unknown state " + std::to_string(state))) << s;
+  }
+}
+
+TEST(MetaCodec, DecodeRejectsAnIdentityOver255Bytes) {
+  herdps::wire::Node* node = nullptr;
+  herdps::wire::Meta p = OneNodeWire(&node);
+  node->set_identity(std::string(256, 'i'));
+  Status s = DecodeWire(p, {});
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_TRUE(Contains(s, "identity of 256 bytes")) << s;
+}
+
+TEST(MetaCodec, DecodeRejectsATokenOver1024Bytes) {
+  herdps::wire::Meta p;
+  p.mutable_control()->set_cmd(herdps::wire::ADD_NODE);
+  p.mutable_control()->set_token(std::string(1025, 't'));
+  Status s = DecodeWire(p, {});
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_TRUE(Contains(s, "join token of 1025 bytes is over the limit")) << s;
+}
+
+TEST(MetaCodec, DecodeRejectsTheFirstCommandPastLeave) {
+  herdps::wire::Meta p;
+  p.mutable_control()->set_cmd(static_cast<herdps::wire::Command>(Control::kLeave + 1));
+  Status s = DecodeWire(p, {});
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_TRUE(Contains(s, "unknown control command 8")) << s;
 }
 
 }  // namespace
