@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -97,6 +98,12 @@ Status ParseBool(const char* name, const char* text, bool* out) {
 }
 
 }  // namespace
+
+std::string SecondsText(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", seconds);
+  return text;
+}
 
 Status Config::FromEnvironment(Config* c) {
   return FromEnvironment(c, [](const char* name) { return std::getenv(name); });
@@ -199,6 +206,10 @@ Status Config::FromEnvironment(Config* c, const Getenv& getenv) {
   double d = 0;
   if ((text = Lookup(getenv, "PS_HEARTBEAT_INTERVAL", nullptr))) {
     if (!(s = ParseDouble("PS_HEARTBEAT_INTERVAL", text, 0, 3600, &d)).ok()) return s;
+    if (d > 0 && d < 0.01) {
+      return Status::InvalidArgument("PS_HEARTBEAT_INTERVAL='" + std::string(text) +
+                                     "' is below 0.01 s (0 turns heartbeats off)");
+    }
     cfg.heartbeat_interval_s = d;
   }
   if ((text = Lookup(getenv, "PS_HEARTBEAT_TIMEOUT", nullptr))) {
@@ -207,9 +218,8 @@ Status Config::FromEnvironment(Config* c, const Getenv& getenv) {
   }
   if (cfg.heartbeat_interval_s > 0 && cfg.heartbeat_timeout_s < 2 * cfg.heartbeat_interval_s) {
     return Status::InvalidArgument(
-        "PS_HEARTBEAT_TIMEOUT=" + std::to_string(cfg.heartbeat_timeout_s) +
-        " s is less than two PS_HEARTBEAT_INTERVALs (" +
-        std::to_string(cfg.heartbeat_interval_s) +
+        "PS_HEARTBEAT_TIMEOUT=" + SecondsText(cfg.heartbeat_timeout_s) +
+        " s is less than two PS_HEARTBEAT_INTERVALs (" + SecondsText(cfg.heartbeat_interval_s) +
         " s): one late heartbeat would declare a live node dead");
   }
   if ((text = Lookup(getenv, "PS_REQUEST_TIMEOUT", nullptr))) {
@@ -232,11 +242,17 @@ Status Config::FromEnvironment(Config* c, const Getenv& getenv) {
     cfg.drop_seed = static_cast<uint64_t>(v);
   }
   if (cfg.drop_rate > 0 && !cfg.resend) {
-    return Status::InvalidArgument("PS_DROP_RATE=" + std::to_string(cfg.drop_rate) +
+    return Status::InvalidArgument("PS_DROP_RATE=" + SecondsText(cfg.drop_rate) +
                                    " drops messages but PS_RESEND is off: nothing would "
                                    "recover them; set PS_RESEND=1");
   }
-  if ((text = Lookup(getenv, "PS_JOB_TOKEN", nullptr))) cfg.job_token = text;
+  if ((text = Lookup(getenv, "PS_JOB_TOKEN", nullptr))) {
+    cfg.job_token = text;
+    if (cfg.job_token.size() > 1024) {
+      return Status::InvalidArgument("PS_JOB_TOKEN is " + std::to_string(cfg.job_token.size()) +
+                                     " bytes long; at most 1024 are allowed");
+    }
+  }
   *c = cfg;
   return Status::OK();
 }

@@ -87,6 +87,7 @@ std::shared_ptr<CustomerExecutor> Customer::Executor(bool create) {
 }
 
 void Customer::Open() {
+  std::lock_guard<std::mutex> open_lock(open_mu_);
   if (open_) return;
   if (!Postoffice::Get()->started()) {
     throw Error("app " + std::to_string(app_id_) + " customer " +
@@ -107,6 +108,7 @@ void Customer::Open() {
 }
 
 void Customer::Close() {
+  std::lock_guard<std::mutex> open_lock(open_mu_);
   if (open_) {
     Postoffice::Get()->RemoveCustomer(this);
     open_ = false;
@@ -207,9 +209,12 @@ Status Customer::WaitRequest(int timestamp, std::chrono::milliseconds timeout) {
                                    "): no request has this timestamp");
   }
   auto done = [&] { return in_flight_.count(id) == 0; };
-  if (timeout == std::chrono::milliseconds::max()) {
+  // A timeout beyond a century is "forever": a deadline that far would overflow the
+  // clock's arithmetic and come back at once.
+  constexpr auto kForever = std::chrono::hours(24 * 365 * 100);
+  if (timeout >= kForever) {
     finished_cv_.wait(lock, done);
-  } else if (!finished_cv_.wait_for(lock, timeout, done)) {
+  } else if (!finished_cv_.wait_until(lock, Clock::now() + timeout, done)) {
     return Status::Timeout("request " + std::to_string(timestamp) + " not finished after " +
                            std::to_string(timeout.count()) + " ms (it goes on)");
   }
@@ -268,7 +273,8 @@ void Customer::ExpireRequests(Clock::time_point now) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Ids grow with issue time and every request has the same timeout, so the
-    // expired ones are a prefix.
+    // expired ones are a prefix (two requests issued at once may be out of order by
+    // microseconds: the later one then expires one sweep later).
     for (const auto& kv : in_flight_) {
       if (kv.second.deadline > now) break;
       victims.emplace_back(kv.second.timestamp, kv.first);

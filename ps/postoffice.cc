@@ -90,6 +90,7 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
         joined_ = false;
         join_error_ = Status::OK();
         fatal_error_.clear();
+        gave_up_ = false;
         barrier_releases_.clear();
       }
       membership_.Reset();
@@ -318,6 +319,10 @@ void Postoffice::Barrier(int customer_id, int node_group) {
 Status Postoffice::Send(Message& msg, SendMode mode) {
   msg.meta.sender = my_node_.id;
   msg.meta.sender_incarnation = process_incarnation_;
+  if (gave_up_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    return Status::Unavailable(fatal_error_);
+  }
   const MembershipView* view = membership_.Get();
   const Node* to = view->Find(msg.meta.recipient);
   if (view->version > 0 && to && !to->alive()) {
@@ -370,7 +375,7 @@ NodeStats Postoffice::stats() const {
   s.resent_messages = resent_.load();
   s.duplicates = duplicates_.load();
   s.expired_early_messages = expired_early_.load();
-  if (scheduler_) s.refused_joins = scheduler_->refused_joins();
+  s.refused_joins = refused_joins_.load();
   for (int c = 0; c < 2; ++c) {
     if (outbox_[c]) s.awaiting_ack += outbox_[c]->Size();
     s.held_out_of_order += inbound_[c].held.load(std::memory_order_relaxed);
@@ -411,7 +416,7 @@ void Postoffice::InstallMembership(MembershipView view) {
     if (n.state == Node::kDead) {
       // The scheduler has said it already, in its own words.
       LOG_IF(ERROR, !is_scheduler()) << n.DebugString() << " is dead (silent for more than PS_HEARTBEAT_TIMEOUT="
-                 << config_.heartbeat_timeout_s << " s)";
+                 << SecondsText(config_.heartbeat_timeout_s) << " s)";
     } else {
       LOG_IF(INFO, verbose()) << n.DebugString() << " left the job";
     }
@@ -423,7 +428,7 @@ void Postoffice::InstallMembership(MembershipView view) {
         std::string(RoleName(n.role)) + " " + std::to_string(n.rank) + " (node " +
         std::to_string(n.id) + ", " + n.endpoint + ") " +
         (n.state == Node::kDead ? "is dead: silent for more than PS_HEARTBEAT_TIMEOUT=" +
-                                      std::to_string(config_.heartbeat_timeout_s) + " s"
+                                      SecondsText(config_.heartbeat_timeout_s) + " s"
                                 : std::string("left the job")));
     std::shared_lock<std::shared_mutex> lock(dispatch_mu_);
     for (auto& kv : customers_) kv.second->AbortRequestsWaitingFor(n, why);

@@ -71,6 +71,14 @@ void Postoffice::HandleJoinReply(const Message& msg) {
     return;
   }
   if (msg.meta.status_code != 0) {
+    // Only a refusal that names this node's identity is the scheduler's (see
+    // SchedulerRole::Refuse); anything else is ignored.
+    const auto& named = msg.meta.control.nodes;
+    if (named.size() != 1 || named[0].identity != my_node_.identity) {
+      LOG_IF(WARNING, forged_log_.ShouldLog())
+          << "a join refusal that does not name this node ignored";
+      return;
+    }
     {
       std::lock_guard<std::mutex> lock(state_mu_);
       join_error_ = Status::FromWire(msg.meta.status_code, msg.meta.status_message);
@@ -175,7 +183,7 @@ void Postoffice::CheckScheduler() {
   char text[64];
   std::snprintf(text, sizeof(text), "%.1f", silent);
   GiveUp("the scheduler at " + scheduler_endpoint_ + " has been silent for " + text +
-         " s (PS_HEARTBEAT_TIMEOUT=" + std::to_string(config_.heartbeat_timeout_s) +
+         " s (PS_HEARTBEAT_TIMEOUT=" + SecondsText(config_.heartbeat_timeout_s) +
          " s): it is gone and the job cannot go on");
 }
 
@@ -187,6 +195,9 @@ void Postoffice::GiveUp(const std::string& why) {
     std::lock_guard<std::mutex> lock(state_mu_);
     fatal_error_ = why;
   }
+  // From now on every send fails with `why`, so requests issued during the grace
+  // period end at once too.
+  gave_up_.store(true, std::memory_order_release);
   state_cv_.notify_all();
   {
     std::shared_lock<std::shared_mutex> lock(dispatch_mu_);

@@ -75,18 +75,26 @@ void SchedulerRole::Handle(const Message& msg) {
 }
 
 void SchedulerRole::Refuse(const Node& node, const std::string& why) {
-  uint64_t n = refused_joins_.fetch_add(1) + 1;
+  uint64_t n = postoffice_->refused_joins_.fetch_add(1) + 1;
   LOG_IF(WARNING, refusal_log_.ShouldLog())
       << "refused the join of " << RoleName(node.role) << " at '" << node.endpoint
       << "': " << why << " (" << n << " refused so far)";
   if (node.control_endpoint.empty()) return;
   Message reply;
   reply.meta.control.cmd = Control::kAddNode;
+  // The joining node accepts a refusal only if it names the identity it joined with:
+  // nobody else knows that identity, so nobody else can send it a refusal in the
+  // scheduler's name, nor have it sent to a node that did not ask.
+  reply.meta.control.nodes.push_back(node);
   reply.meta.status_code = static_cast<int>(Status::Code::kUnavailable);
   reply.meta.status_message = "the scheduler refused this node: " + why;
   int temp_id = kRefusalIdBase + refusal_slot_;
   refusal_slot_ = (refusal_slot_ + 1) % kRefusalSlots;
-  if (postoffice_->van()->Connect(temp_id, "", node.control_endpoint).ok()) {
+  // From a connection without the scheduler's identity: a join is not authenticated,
+  // and its endpoint may be another node's, whose connection from the scheduler must
+  // not be disturbed.
+  if (postoffice_->van()->Connect(temp_id, "", node.control_endpoint,
+                                  /*with_identity=*/false).ok()) {
     // Not tracked for resend: a temporary id has no link to number messages on, and
     // the refused node sends a new join if this answer is lost.
     reply.meta.recipient = temp_id;
@@ -243,7 +251,7 @@ void SchedulerRole::MarkGone(int id, Node::State state) {
       n.state = state;
       if (state == Node::kDead) {
         LOG(ERROR) << n.DebugString() << " has been silent for more than PS_HEARTBEAT_TIMEOUT="
-                   << config_.heartbeat_timeout_s << " s: declared dead";
+                   << SecondsText(config_.heartbeat_timeout_s) << " s: declared dead";
       } else {
         LOG_IF(INFO, postoffice_->verbose()) << n.DebugString() << " left the job";
       }

@@ -3,8 +3,7 @@
 // membership (declares silent nodes dead, records nodes that leave, broadcasts every
 // change) and releases barriers among the live members of a group.
 //
-// Thread safety: used only on the scheduler's control loop (EventLoop) thread, except
-// refused_joins(), which any thread may read.
+// Thread safety: used only on the scheduler's control loop (EventLoop) thread.
 #ifndef HERDPS_PS_SCHEDULER_ROLE_H_
 #define HERDPS_PS_SCHEDULER_ROLE_H_
 
@@ -35,7 +34,6 @@ class SchedulerRole {
   void Begin(const Node& self);
   // A control message for the scheduler (joins, heartbeats, barriers, leaves).
   void Handle(const Message& msg);
-  uint64_t refused_joins() const { return refused_joins_.load(); }
 
  private:
   struct PendingBarrier {
@@ -68,7 +66,6 @@ class SchedulerRole {
   // Entries of each (group, customer_id) barrier not released yet.
   std::map<std::pair<int, int>, PendingBarrier> barriers_;
   int refusal_slot_ = 0;  // cycles the temporary ids used to answer refused joins
-  std::atomic<uint64_t> refused_joins_{0};
   LogLimiter refusal_log_;
 };
 

@@ -61,6 +61,22 @@ Status EncodeMeta(const Message& msg, std::string* out) {
                             " data frames but " + std::to_string(m.data_type.size()) +
                             " data types");
   }
+  // What the receiver would refuse is refused here, so the sender gets the error.
+  if (m.body.size() > kMaxBodyBytes) {
+    return Status::InvalidArgument("message body of " + std::to_string(m.body.size()) +
+                                   " bytes is over the limit of " +
+                                   std::to_string(kMaxBodyBytes) + " bytes");
+  }
+  if (m.control.token.size() > kMaxTokenBytes) {
+    return Status::InvalidArgument("join token longer than " + std::to_string(kMaxTokenBytes) +
+                                   " bytes");
+  }
+  for (const Node& n : m.control.nodes) {
+    if (n.identity.size() > kMaxIdentityBytes) {
+      return Status::InvalidArgument("node identity longer than " +
+                                     std::to_string(kMaxIdentityBytes) + " bytes");
+    }
+  }
   herdps::wire::Meta p;
   p.set_head(m.head);
   p.set_app_id(m.app_id);

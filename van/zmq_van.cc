@@ -154,7 +154,7 @@ Status ZmqVan::Start(const VanOptions& options, Handler handler) {
   return Status::OK();
 }
 
-void* ZmqVan::NewPeerSocket(const std::string& endpoint, Status* error) {
+void* ZmqVan::NewPeerSocket(const std::string& endpoint, bool with_identity, Status* error) {
   void* socket = zmq_socket(context_, ZMQ_DEALER);
   if (!socket) {
     *error = Status::Internal("cannot create socket: " + ZmqError());
@@ -165,7 +165,7 @@ void* ZmqVan::NewPeerSocket(const std::string& endpoint, Status* error) {
   // A send waits for room in slices (see Send), so that a disconnect can stop it.
   int send_timeout = kSendSliceMs;
   zmq_setsockopt(socket, ZMQ_SNDTIMEO, &send_timeout, sizeof(send_timeout));
-  if (!options_.identity.empty()) {
+  if (with_identity && !options_.identity.empty()) {
     zmq_setsockopt(socket, ZMQ_ROUTING_ID, options_.identity.data(), options_.identity.size());
   }
   if (zmq_connect(socket, endpoint.c_str()) != 0) {
@@ -187,7 +187,7 @@ void ZmqVan::CloseLink(Link* link, int linger_ms) {
 }
 
 Status ZmqVan::Connect(int node_id, const std::string& endpoint,
-                       const std::string& control_endpoint) {
+                       const std::string& control_endpoint, bool with_identity) {
   if (!started_ || stopped_) return Status::Unavailable("van is not running");
   const std::string* wanted[2] = {&endpoint, &control_endpoint};
   std::shared_ptr<Peer> peer;
@@ -204,16 +204,20 @@ Status ZmqVan::Connect(int node_id, const std::string& endpoint,
     void* old = nullptr;
     {
       std::lock_guard<std::mutex> lock(link.mu);
-      if (link.endpoint == *wanted[c] && (link.socket || wanted[c]->empty())) continue;
+      if (link.endpoint == *wanted[c] && link.with_identity == with_identity &&
+          (link.socket || wanted[c]->empty())) {
+        continue;
+      }
       void* socket = nullptr;
       if (!wanted[c]->empty()) {
         Status error;
-        socket = NewPeerSocket(*wanted[c], &error);
+        socket = NewPeerSocket(*wanted[c], with_identity, &error);
         if (!socket) return error;
       }
       old = link.socket;
       link.socket = socket;
       link.endpoint = *wanted[c];
+      link.with_identity = with_identity;
     }
     if (old) zmq_close(old);  // with the van's linger: what is queued may still go out
   }
@@ -300,7 +304,7 @@ Status ZmqVan::Send(const Message& msg, SendMode mode, Channel channel) {
       zmq_setsockopt(link.socket, ZMQ_LINGER, &linger, sizeof(linger));
       zmq_close(link.socket);
       Status ignored;
-      link.socket = NewPeerSocket(link.endpoint, &ignored);
+      link.socket = NewPeerSocket(link.endpoint, link.with_identity, &ignored);
       return err;
     }
     bytes += frame.size();

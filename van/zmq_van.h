@@ -32,7 +32,7 @@ class ZmqVan : public Van {
   int port() const override { return receivers_[0].port; }
   int control_port() const override { return receivers_[1].port; }
   Status Connect(int node_id, const std::string& endpoint,
-                 const std::string& control_endpoint) override;
+                 const std::string& control_endpoint, bool with_identity) override;
   void Disconnect(int node_id) override;
   Status Send(const Message& msg, SendMode mode, Channel channel) override;
   void Stop() override;
@@ -47,6 +47,7 @@ class ZmqVan : public Van {
     std::mutex mu;  // serialises use of `socket`
     void* socket = nullptr;
     std::string endpoint;
+    bool with_identity = true;
   };
   struct Peer {
     Link links[2];  // by Channel
@@ -64,8 +65,9 @@ class ZmqVan : public Van {
   // Returns false when the socket failed for good.
   bool ReceiveOne(Channel channel);
   Status Bind(Receiver* receiver, int port);
-  // A DEALER connected to `endpoint` with this node's identity, or nullptr.
-  void* NewPeerSocket(const std::string& endpoint, Status* error);
+  // A DEALER connected to `endpoint` (with this node's identity if `with_identity`),
+  // or nullptr.
+  void* NewPeerSocket(const std::string& endpoint, bool with_identity, Status* error);
   static void CloseLink(Link* link, int linger_ms);
   std::shared_ptr<Peer> FindPeer(int node_id);
   void LogDropped(const std::string& reason);

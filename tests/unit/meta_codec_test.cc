@@ -23,6 +23,7 @@ Node MakeNode(int id, Node::Role role, int port) {
   n.host = "10.0.0." + std::to_string(id);
   n.port = port;
   n.endpoint = "tcp://" + n.host + ":" + std::to_string(port);
+  n.control_endpoint = "tcp://" + n.host + ":" + std::to_string(port + 1);
   n.rank_hint = id - 8;
   n.rank = id / 2;
   n.identity = "hps-" + std::to_string(id);
@@ -144,8 +145,8 @@ TEST(MetaCodec, EveryFieldSurvivesTheRoundTrip) {
   ASSERT_EQ(out.control.nodes.size(), in.control.nodes.size());
   for (size_t i = 0; i < in.control.nodes.size(); ++i) {
     auto fields = [](const Node& n) {
-      return std::tie(n.id, n.role, n.host, n.port, n.endpoint, n.rank_hint, n.rank, n.identity,
-                      n.state);
+      return std::tie(n.id, n.role, n.host, n.port, n.endpoint, n.control_endpoint, n.rank_hint,
+                      n.rank, n.identity, n.state);
     };
     EXPECT_TRUE(fields(out.control.nodes[i]) == fields(in.control.nodes[i]))
         << out.control.nodes[i].DebugString() << " vs " << in.control.nodes[i].DebugString();

@@ -295,7 +295,7 @@ int KVWorker<Val>::Request(bool push, bool pull, const KVPairs<Val>& kvs, int cm
       failed.meta.request = false;
       failed.meta.sender = msg.meta.recipient;
       failed.meta.status_code = static_cast<int>(sent.code());
-      failed.meta.status_message = sent.message();
+      failed.meta.status_message = "not sent: " + sent.message();
       failed.meta.data_type.clear();
       Process(failed);
     }

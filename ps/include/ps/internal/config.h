@@ -61,6 +61,9 @@ struct Config {
   static Status FromEnvironment(Config* config);
 };
 
+// Seconds as people write them in the environment: "10", "0.5" (not "10.000000").
+std::string SecondsText(double seconds);
+
 }  // namespace ps
 
 #endif  // PS_INTERNAL_CONFIG_H_

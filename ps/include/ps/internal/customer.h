@@ -10,8 +10,9 @@
 // on the data channel, whose thread carries no control traffic, so a blocking handle
 // delays data only.
 //
-// Requests. Each request has a 64-bit id (unique in the process for this customer)
-// and, for ps-lite's int API, a timestamp (the id's low 31 bits). Every customer has a
+// Requests. Each request has a 64-bit id (1, 2, ... for this customer) and, for
+// ps-lite's int API, a timestamp (the low 31 bits of id - 1, so 0, 1, ...; they wrap
+// after 2^31 requests, and a timestamp then names the newest request with those bits). Every customer has a
 // random incarnation that travels with its requests and comes back with the answers,
 // so an answer meant for a destroyed customer never reaches a new one with the same
 // ids. A request names the nodes it waits for: it ends with Unavailable when one of
@@ -102,7 +103,8 @@ class Customer {
   void set_abort_handle(AbortHandle handle);
   // Runs fn on the customer's own thread, after what is queued before it (used for
   // callbacks: app code never runs on the runtime's threads). Blocks while the queue
-  // is full. After Close, runs fn on the caller's thread.
+  // is full. Called on the own thread itself, or after Close, runs fn at once on the
+  // caller's thread (a push onto its own full queue would never return).
   void RunOnOwnThread(std::function<void()> fn);
 
   // For the Postoffice: a message for this customer (on the receive thread).
@@ -130,6 +132,7 @@ class Customer {
   const uint64_t incarnation_;
   RecvHandle handle_;
   Options options_;
+  std::mutex open_mu_;  // serialises Open and Close; guards open_
   bool open_ = false;
   std::mutex executor_mu_;  // guards executor_ and closed_
   std::shared_ptr<CustomerExecutor> executor_;

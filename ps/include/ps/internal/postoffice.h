@@ -192,6 +192,7 @@ class Postoffice {
   std::atomic<bool> joined_{false};  // the node table is installed
   Status join_error_;
   std::string fatal_error_;  // set by GiveUp
+  std::atomic<bool> gave_up_{false};  // !fatal_error_.empty(), readable without the lock
   std::map<std::pair<int, int>, uint64_t> barrier_releases_;  // per (group, customer)
 
   // Liveness, as seen from this node.
@@ -222,7 +223,7 @@ class Postoffice {
   LogLimiter stray_log_;   // data for unknown customers, from gone nodes
   LogLimiter forged_log_;  // messages whose sender does not match their connection
   std::atomic<uint64_t> forged_{0}, from_gone_{0}, injected_drops_{0}, resent_{0},
-      duplicates_{0}, expired_early_{0};
+      duplicates_{0}, expired_early_{0}, refused_joins_{0};
 };
 
 }  // namespace ps

@@ -77,8 +77,11 @@ class Van {
   // Makes `node_id` reachable at its data and control endpoints (an empty one is not
   // connected). Connecting is asynchronous: messages sent before the peer is up are
   // queued. Re-connecting an id to other endpoints replaces those connections.
+  // `with_identity` false connects without this node's routing identity (for answers
+  // to strangers, whose endpoint may be a member's: a second connection with our
+  // identity would compete with the member's own connection from us).
   virtual Status Connect(int node_id, const std::string& endpoint,
-                         const std::string& control_endpoint) = 0;
+                         const std::string& control_endpoint, bool with_identity = true) = 0;
 
   // Forgets `node_id`: its connection is closed and messages queued for it are
   // discarded. Later sends to it fail with Unavailable. Idempotent.

@@ -1,0 +1,23 @@
+# Node failure handling: a slow handle is not a dead node; a frozen or killed server
+# fails the requests waiting for it; a killed scheduler ends every node; a worker that
+# dies or exits without Finalize is dropped and the others finish. liveness_test.py
+# starts the nodes (under tracker/launch, or by hand as on several hosts), signals them
+# and checks exit codes, messages and time bounds.
+herdps_node_test_app(liveness_app liveness_app.cc)
+
+function(herdps_liveness_test behaviour timeout)
+  add_test(NAME integration.liveness_${behaviour}
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/liveness_test.py ${behaviour}
+            ${LAUNCH} $<TARGET_FILE:liveness_app>)
+  set_tests_properties(integration.liveness_${behaviour} PROPERTIES TIMEOUT ${timeout})
+endfunction()
+
+herdps_liveness_test(slow_handle_is_not_declared_dead 90)
+herdps_liveness_test(slow_handle_with_default_delivery_is_not_declared_dead 60)
+herdps_liveness_test(frozen_server_fails_pending_requests_and_ends_the_job 60)
+herdps_liveness_test(killed_server_ends_the_launched_job 60)
+herdps_liveness_test(killed_scheduler_ends_the_launched_job 60)
+herdps_liveness_test(killed_server_fails_requests_naming_it 60)
+herdps_liveness_test(killed_scheduler_makes_every_node_exit_non_zero 60)
+herdps_liveness_test(killed_worker_is_dropped_and_the_others_finish 60)
+herdps_liveness_test(worker_exiting_without_finalize_is_dropped_and_the_others_finish 60)

@@ -1,0 +1,24 @@
+# Reliable delivery (PS_RESEND=1) under injected loss (PS_DROP_RATE) on every node:
+# push/pull stays exact, per-key FIFO holds, the receiver's reorder memory stays within
+# its window and every sent message is acknowledged in the end. resend_test.py runs the
+# jobs and reads each node's ps::NodeStats from the apps' "stats:" lines.
+set(RESEND_TEST ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/resend_test.py ${LAUNCH})
+
+foreach(rate 0.01 0.05 0.1 0.2)
+  set(name integration.resend_push_pull_is_exact_in_20_of_20_runs_at_drop_rate_${rate})
+  add_test(NAME ${name}
+    COMMAND ${RESEND_TEST} $<TARGET_FILE:kv_correctness> exact --rate ${rate} --runs 20
+            --keys 1000)
+  set_tests_properties(${name} PROPERTIES TIMEOUT 300)
+endforeach()
+
+add_test(NAME integration.resend_fifo_has_no_inversions_at_drop_rate_0.1
+  COMMAND ${RESEND_TEST} $<TARGET_FILE:fifo_order> fifo --rate 0.1 --pushes 20000)
+set_tests_properties(integration.resend_fifo_has_no_inversions_at_drop_rate_0.1
+  PROPERTIES TIMEOUT 150)
+
+add_test(NAME integration.resend_reorder_memory_stays_bounded_over_100000_pushes_at_drop_rate_0.1
+  COMMAND ${RESEND_TEST} $<TARGET_FILE:fifo_order> memory --rate 0.1 --pushes 100000)
+set_tests_properties(
+  integration.resend_reorder_memory_stays_bounded_over_100000_pushes_at_drop_rate_0.1
+  PROPERTIES TIMEOUT 200)
