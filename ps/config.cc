@@ -179,6 +179,10 @@ Status Config::FromEnvironment(Config* c, const Getenv& getenv) {
     if (!(s = ParseInt("PS_PORT", text, 0, 65535, &v)).ok()) return s;
     cfg.node_port = static_cast<int>(v);
   }
+  if (cfg.role != Node::kSchedulerRole && (text = Lookup(getenv, "PS_CONTROL_PORT", nullptr))) {
+    if (!(s = ParseInt("PS_CONTROL_PORT", text, 0, 65535, &v)).ok()) return s;
+    cfg.control_port = static_cast<int>(v);
+  }
   if ((text = Lookup(getenv, "PS_RANK", nullptr))) {
     if (!(s = ParseInt("PS_RANK", text, 0, 1 << 20, &v)).ok()) return s;
     cfg.rank_hint = static_cast<int>(v);

@@ -133,7 +133,7 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
       // Nodes find the scheduler at its control endpoint, PS_SCHEDULER_PORT; every
       // other endpoint is picked here and travels in the node table.
       options.port = is_scheduler() ? 0 : config_.node_port;
-      options.control_port = is_scheduler() ? config_.scheduler_port : 0;
+      options.control_port = is_scheduler() ? config_.scheduler_port : config_.control_port;
       options.max_message_bytes = config_.max_message_bytes;
       options.identity = my_node_.identity;
       s = van_->Start(options, [this](Message&& msg, Channel channel) {

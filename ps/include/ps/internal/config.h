@@ -21,6 +21,7 @@ struct Config {
   std::string node_host;                // PS_NODE_HOST, else PS_INTERFACE's address
   std::string interface;                // PS_INTERFACE
   int node_port = 0;                    // PS_PORT: 0 picks a free one (not the scheduler)
+  int control_port = 0;                 // PS_CONTROL_PORT: the same, for the control channel
   std::string transport = "tcp";        // PS_TRANSPORT: tcp | ipc
   int rank_hint = -1;                   // PS_RANK: the launcher's label for this node
   int ring_virtual_nodes = 128;         // PS_RING_VIRTUAL_NODES: ring points per server
