@@ -280,6 +280,39 @@ TEST(Config, ControlPlaneVariablesAreReadWhenSet) {
   EXPECT_EQ(c.job_token, "0123abcd ; = $x");  // verbatim
 }
 
+TEST(Config, ControlPortIsReadForNodesAndIgnoredByTheScheduler) {
+  Env env = RequiredEnv();
+  env["PS_CONTROL_PORT"] = "7001";
+  Config c;
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_EQ(c.control_port, 7001);
+  env["PS_CONTROL_PORT"] = "70000";
+  EXPECT_NE(Load(env, &c).message().find("PS_CONTROL_PORT"), std::string::npos);
+  env["PS_CONTROL_PORT"] = "7001";
+  env["PS_ROLE"] = "scheduler";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_EQ(c.control_port, 0);  // the scheduler's control port is PS_SCHEDULER_PORT
+}
+
+TEST(Config, HeartbeatIntervalBelowTenMillisecondsIsRefused) {
+  Env env = RequiredEnv();
+  env["PS_HEARTBEAT_INTERVAL"] = "0.001";
+  Config c;
+  Status s = Load(env, &c);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("PS_HEARTBEAT_INTERVAL"), std::string::npos) << s;
+}
+
+TEST(Config, AJobTokenOver1024BytesIsRefused) {
+  Env env = RequiredEnv();
+  env["PS_JOB_TOKEN"] = std::string(1025, 'x');
+  Config c;
+  Status s = Load(env, &c);
+  EXPECT_NE(s.message().find("PS_JOB_TOKEN"), std::string::npos) << s;
+  env["PS_JOB_TOKEN"] = std::string(1024, 'x');
+  EXPECT_TRUE(Load(env, &c).ok());
+}
+
 TEST(Config, HeartbeatTimeoutUnderTwoIntervalsIsRefusedSayingWhy) {
   const std::pair<const char*, const char*> refused[] = {
       {"1", "1.9"}, {"0.5", "0.99"}, {"2", "3"}, {"6", nullptr}};  // nullptr: default 10 s
