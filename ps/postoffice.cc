@@ -200,13 +200,15 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
         std::string why =
             done ? join_error_.message()
                  : "the job did not come together within " +
-                       std::to_string(config_.start_timeout_s) +
-                       " s (PS_START_TIMEOUT)" +
-                       (is_scheduler() ? std::string("; see the log for the missing nodes")
-                                       : "; is the scheduler running at " +
-                                             scheduler_endpoint_ +
-                                             ", and do PS_SCHEDULER_URI / PS_SCHEDULER_PORT "
-                                             "point at it?");
+                       std::to_string(config_.start_timeout_s) + " s (PS_START_TIMEOUT)" +
+                       (is_scheduler()
+                            ? std::string("; see the log for the missing nodes")
+                            : ": either no scheduler runs at " + scheduler_endpoint_ +
+                                  " (check PS_SCHEDULER_URI / PS_SCHEDULER_PORT), or not all " +
+                                  std::to_string(config_.num_servers) + " servers and " +
+                                  std::to_string(config_.num_workers) +
+                                  " workers have started (the scheduler logs which are "
+                                  "missing)");
         state_lock.unlock();
         start_count_ = 0;
         StopRuntime();

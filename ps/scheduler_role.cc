@@ -323,13 +323,31 @@ void SchedulerRole::ReleaseCompleteBarriers() {
 void SchedulerRole::LogProgress() {
   Clock::time_point now = Clock::now();
   if (!complete_) {
-    int workers = 0, servers = 0;
-    for (const Node& n : joining_) (n.role == Node::kWorkerRole ? workers : servers)++;
+    // Who is missing, by the launcher's rank hints where the nodes have them.
+    std::ostringstream missing;
+    int joined[2] = {0, 0};
+    for (Node::Role role : {Node::kServerRole, Node::kWorkerRole}) {
+      int wanted = role == Node::kWorkerRole ? config_.num_workers : config_.num_servers;
+      std::vector<bool> seen(wanted, false);
+      int& count = joined[role == Node::kWorkerRole];
+      for (const Node& n : joining_) {
+        if (n.role != role) continue;
+        ++count;
+        if (n.rank_hint >= 0 && n.rank_hint < wanted) seen[n.rank_hint] = true;
+      }
+      int unnamed = wanted - count;
+      for (int r = 0; r < wanted && unnamed > 0; ++r) {
+        if (seen[r]) continue;
+        missing << " " << RoleName(role) << "-" << r;
+        --unnamed;
+      }
+    }
     LOG(INFO) << "waiting for nodes to join ("
               << std::chrono::duration_cast<std::chrono::seconds>(now - begun_at_).count()
-              << " s of PS_START_TIMEOUT=" << config_.start_timeout_s << " s): " << workers
-              << "/" << config_.num_workers << " workers and " << servers << "/"
-              << config_.num_servers << " servers have joined";
+              << " s of PS_START_TIMEOUT=" << config_.start_timeout_s << " s): " << joined[1]
+              << "/" << config_.num_workers << " workers and " << joined[0] << "/"
+              << config_.num_servers << " servers have joined; missing (by PS_RANK):"
+              << missing.str();
     return;
   }
   for (const auto& kv : barriers_) {

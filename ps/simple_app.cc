@@ -101,7 +101,8 @@ void SimpleApp::Answer(const SimpleData& req, const std::string& body, const Sta
   msg.meta.status_code = static_cast<int>(status.code());
   msg.meta.status_message = status.message();
   Status s = Postoffice::Get()->Send(msg);
-  LOG_IF(WARNING, !s.ok()) << "SimpleApp " << app_id() << ": cannot answer node " << req.sender
+  LOG_IF(WARNING, !s.ok() && answer_log_.ShouldLog())
+      << "SimpleApp " << app_id() << ": cannot answer node " << req.sender
                            << ": " << s;
 }
 

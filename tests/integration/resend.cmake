@@ -8,8 +8,9 @@ foreach(rate 0.01 0.05 0.1 0.2)
   set(name integration.resend_push_pull_is_exact_in_20_of_20_runs_at_drop_rate_${rate})
   add_test(NAME ${name}
     COMMAND ${RESEND_TEST} $<TARGET_FILE:kv_correctness> exact --rate ${rate} --runs 20
-            --keys 1000)
-  set_tests_properties(${name} PROPERTIES TIMEOUT 300)
+            --keys 1000 --jobs 4 --job-timeout 40)
+  # 5 rounds of 4 jobs, each bounded by 40 s (a run takes 0.2-11 s) plus 20 s of grace.
+  set_tests_properties(${name} PROPERTIES TIMEOUT 330)
 endforeach()
 
 add_test(NAME integration.resend_fifo_has_no_inversions_at_drop_rate_0.1
@@ -18,7 +19,8 @@ set_tests_properties(integration.resend_fifo_has_no_inversions_at_drop_rate_0.1
   PROPERTIES TIMEOUT 150)
 
 add_test(NAME integration.resend_reorder_memory_stays_bounded_over_100000_pushes_at_drop_rate_0.1
-  COMMAND ${RESEND_TEST} $<TARGET_FILE:fifo_order> memory --rate 0.1 --pushes 100000)
+  COMMAND ${RESEND_TEST} $<TARGET_FILE:fifo_order> memory --rate 0.1 --pushes 100000
+          --job-timeout 150)
 set_tests_properties(
   integration.resend_reorder_memory_stays_bounded_over_100000_pushes_at_drop_rate_0.1
   PROPERTIES TIMEOUT 200)

@@ -33,13 +33,13 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 RESEND_TIMEOUT_MS = 20
 # The receiver's reorder window (kReorderWindow in ps/postoffice.cc): at most this many
 # minus one messages are held per sender.
 REORDER_WINDOW = 4096
-JOB_TIMEOUT_S = 90
 
 LINE = re.compile(r"^\[(scheduler|server \d+|worker \d+)\] (stats|stats-sample): (.*)$")
 
@@ -60,19 +60,37 @@ def parse_stats(output):
     return final, samples
 
 
-def run_job(launcher, app, workers, servers, rate, seed, app_args):
+# Launchers still running (each leads its own process group with its nodes), so that a
+# SIGTERM to this script (ctest's timeout) stops them too.
+_live = set()
+_live_lock = threading.Lock()
+
+
+def _stop_all(signum, _frame):
+    with _live_lock:
+        for proc in list(_live):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    sys.exit(128 + signum)
+
+
+def run_job(launcher, app, workers, servers, rate, seed, app_args, job_timeout):
     """Runs one job; returns (exit code, output, seconds). Never leaves a process."""
     env_args = []
-    for kv in (f"PS_RESEND=1", f"PS_RESEND_TIMEOUT={RESEND_TIMEOUT_MS}",
+    for kv in ("PS_RESEND=1", f"PS_RESEND_TIMEOUT={RESEND_TIMEOUT_MS}",
                f"PS_DROP_RATE={rate}", f"PS_DROP_SEED={seed}"):
         env_args += ["--env", kv]
     cmd = [sys.executable, launcher, "-n", str(workers), "-s", str(servers),
-           "--timeout", str(JOB_TIMEOUT_S)] + env_args + ["--", app] + app_args
+           "--timeout", str(job_timeout)] + env_args + ["--", app] + app_args
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
+    with _live_lock:
+        _live.add(proc)
     try:
-        out, _ = proc.communicate(timeout=JOB_TIMEOUT_S + 20)
+        out, _ = proc.communicate(timeout=job_timeout + 20)
     except subprocess.TimeoutExpired:
         out = "(the launcher itself did not end in time)"
     finally:
@@ -84,6 +102,8 @@ def run_job(launcher, app, workers, servers, rate, seed, app_args):
                     break
                 time.sleep(1)
             proc.wait(timeout=10)
+        with _live_lock:
+            _live.discard(proc)
     return proc.returncode, out, time.monotonic() - start
 
 
@@ -104,7 +124,8 @@ def check_exact(args):
     failures, drops, resent = [], 0, 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         jobs = {seed: pool.submit(run_job, args.launcher, args.app, workers, servers,
-                                  args.rate, seed, app_args) for seed in seeds}
+                                  args.rate, seed, app_args, args.job_timeout)
+                for seed in seeds}
         for seed in seeds:
             rc, out, secs = jobs[seed].result()
             final, _ = parse_stats(out)
@@ -145,7 +166,7 @@ def run_fifo(args, extra):
     seed = int(args.rate * 1e6) + 7
     app_args = ["--pushes", str(args.pushes)] + extra
     rc, out, secs = run_job(args.launcher, args.app, workers, servers, args.rate, seed,
-                            app_args)
+                            app_args, args.job_timeout)
     final, samples = parse_stats(out)
     print("\n".join(l for l in out.splitlines() if "stats-sample:" not in l))
     print(f"exit {rc} in {secs:.1f} s; injected_drops={total(final, 'injected_drops')} "
@@ -209,7 +230,11 @@ def main():
     p.add_argument("--keys", type=int, default=1000)
     p.add_argument("--jobs", type=int, default=4, help="jobs run at the same time (exact)")
     p.add_argument("--pushes", type=int, default=20000)
+    p.add_argument("--job-timeout", type=int, default=90,
+                   help="the launcher's --timeout for each job, in seconds")
     args = p.parse_args()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _stop_all)
     args.app = os.path.realpath(args.app)
     start = time.monotonic()
     failures = {"exact": check_exact, "fifo": check_fifo, "memory": check_memory}[args.check](

@@ -26,6 +26,7 @@
 #include <unordered_map>
 
 #include "ps/internal/customer.h"
+#include "ps/internal/log_limiter.h"
 #include "ps/status.h"
 
 namespace ps {
@@ -87,6 +88,7 @@ class SimpleApp {
   Handle request_handle_;
   Handle response_handle_;
   std::unordered_map<uint64_t, Pending> pending_;
+  LogLimiter answer_log_;  // answers that could not be sent
   std::unique_ptr<Customer> customer_;  // last: destroyed first, so no handle runs after
 };
 

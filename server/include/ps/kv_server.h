@@ -105,7 +105,9 @@ class KVServer {
 
   void Send(Message& msg) {
     Status s = Postoffice::Get()->Send(msg);
-    if (!s.ok()) LOG(WARNING) << "cannot answer node " << msg.meta.recipient << ": " << s;
+    LOG_IF(WARNING, !s.ok() && answer_log_.ShouldLog())
+        << "cannot answer node " << msg.meta.recipient << ": " << s << " ("
+        << answer_log_.count() << " so far)";
   }
 
   void Process(Message& msg) {
@@ -144,6 +146,7 @@ class KVServer {
   const int app_id_;
   bool closed_ = false;
   LogLimiter reject_log_;
+  LogLimiter answer_log_;  // answers that could not be sent
   ReqHandle request_handle_;
   std::unique_ptr<Customer> customer_;  // last: destroyed first, so no handler runs after
 };
