@@ -327,7 +327,8 @@ Status Postoffice::Send(Message& msg, SendMode mode) {
   }
   const MembershipView* view = membership_.Get();
   const Node* to = view->Find(msg.meta.recipient);
-  if (view->version > 0 && to && !to->alive()) {
+  // ACKs still go to a node that left: it may be resending its leave.
+  if (view->version > 0 && to && !to->alive() && msg.meta.control.cmd != Control::kAck) {
     return Status::Unavailable(std::string(RoleName(to->role)) + " " +
                                std::to_string(to->rank) + " (node " + std::to_string(to->id) +
                                ") is " + StateName(to->state));
@@ -422,7 +423,9 @@ void Postoffice::InstallMembership(MembershipView view) {
     } else {
       LOG_IF(INFO, verbose()) << n.DebugString() << " left the job";
     }
-    van_->Disconnect(n.id);
+    // A dead node's connections go at once (what is queued for it is of no use); a
+    // node that left keeps them until this node stops, for the ACKs it may still need.
+    if (n.state == Node::kDead) van_->Disconnect(n.id);
     for (auto& outbox : outbox_) {
       if (outbox) outbox->DropPeer(n.id);
     }

@@ -72,6 +72,11 @@ void Postoffice::Admit(Message& msg, Channel channel, bool prejoin) {
       return;
     }
     if (!node->alive()) {
+      // A node that left may still be resending its leave (our ACK was lost): ACK it
+      // again so that it stops waiting.
+      if (node->state == Node::kLeft && msg.meta.sequence && config_.resend) {
+        SendAck(sender, msg.meta.sequence, channel);
+      }
       from_gone_.fetch_add(1, std::memory_order_relaxed);
       LOG_IF(WARNING, stray_log_.ShouldLog())
           << "dropped a message from " << node->DebugString() << ", which is "

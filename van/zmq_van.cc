@@ -259,7 +259,15 @@ Status ZmqVan::Send(const Message& msg, SendMode mode, Channel channel) {
   if (!peer) return Status::Unavailable("no connection to " + to);
   Link& link = peer->links[static_cast<int>(channel)];
 
-  std::lock_guard<std::mutex> lock(link.mu);
+  // A non-blocking send must not wait for the link either: a blocking sender may hold
+  // it while it waits for room (the control loop's resends and the ACKs would stall
+  // behind it).
+  std::unique_lock<std::mutex> lock(link.mu, std::defer_lock);
+  if (mode == SendMode::kNonBlocking) {
+    if (!lock.try_lock()) return Status::Unavailable("connection to " + to + " is busy");
+  } else {
+    lock.lock();
+  }
   if (!link.socket) return Status::Unavailable("connection to " + to + " is closed");
   const int flags = mode == SendMode::kNonBlocking ? ZMQ_DONTWAIT : 0;
   size_t frames = msg.data.size();

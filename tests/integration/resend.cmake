@@ -24,3 +24,12 @@ add_test(NAME integration.resend_reorder_memory_stays_bounded_over_100000_pushes
 set_tests_properties(
   integration.resend_reorder_memory_stays_bounded_over_100000_pushes_at_drop_rate_0.1
   PROPERTIES TIMEOUT 200)
+
+# Resend on, nothing dropped: 100,000 asynchronous pushes complete. ACKs and resends once
+# queued behind a data send blocked on a full peer, on both sides, and the job deadlocked
+# (at PS_RESEND_TIMEOUT=200 in 3 runs of 3, at the default 1000 in 3 of 4).
+add_test(NAME integration.resend_100000_async_pushes_complete_without_drops
+  COMMAND ${RESEND_TEST} $<TARGET_FILE:fifo_order> fifo --rate 0 --pushes 100000
+          --resend-timeout-ms 200 --job-timeout 60)
+set_tests_properties(integration.resend_100000_async_pushes_complete_without_drops
+  PROPERTIES TIMEOUT 120)
