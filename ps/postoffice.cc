@@ -54,14 +54,14 @@ uint64_t RandomU64() {
 }
 
 // A routing identity: printable, never starting with a zero byte (ZeroMQ reserves
-// those), unguessable enough that a process outside the job cannot claim a member's.
+// those), unguessable enough (56 random bits) that a process outside the job cannot
+// claim a member's, and 15 characters, so that the copy every received message
+// carries (Message::peer_identity) fits a std::string without an allocation.
 std::string RandomIdentity() {
   static const char kHex[] = "0123456789abcdef";
-  std::string id = "hps-";
-  for (int i = 0; i < 2; ++i) {
-    uint64_t v = RandomU64();
-    for (int j = 0; j < 16; ++j) id += kHex[(v >> (4 * j)) & 15];
-  }
+  std::string id = "h";
+  uint64_t v = RandomU64();
+  for (int j = 0; j < 14; ++j) id += kHex[(v >> (4 * j)) & 15];
   return id;
 }
 

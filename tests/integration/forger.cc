@@ -1,7 +1,7 @@
 // A process outside any HerdPS job that sends well-formed HerdPS messages in the names
 // of a job's nodes, over its own ZeroMQ DEALER sockets, the way an attacker on the
 // network would: it knows the wire format and the node ids, guesses routing ids ("9",
-// the "hps-<hex>" format, none at all), but not the identities or the job token.
+// the "h<hex>" format, none at all), but not the identities or the job token.
 //
 // Modes (--mode):
 //   join     to the scheduler's (control) endpoint: ADD_NODE requests for a worker seat,
@@ -58,8 +58,8 @@ constexpr int kLingerMs = 5000;
 std::vector<std::string> GuessedRoutingIds(const std::string& node_id) {
   if (!FLAGS_routing_id.empty()) return {FLAGS_routing_id};
   std::mt19937_64 rng(std::random_device{}());
-  std::string copied = "hps-";
-  for (int i = 0; i < 32; ++i) copied += "0123456789abcdef"[rng() % 16];
+  std::string copied = "h";
+  for (int i = 0; i < 14; ++i) copied += "0123456789abcdef"[rng() % 16];
   return {node_id, copied, ""};
 }
 
