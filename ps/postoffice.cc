@@ -318,7 +318,7 @@ void Postoffice::Barrier(int customer_id, int node_group) {
   if (barrier_releases_[key] <= seen) throw Error("Barrier: " + fatal_error_);
 }
 
-Status Postoffice::Send(Message& msg, SendMode mode) {
+Status Postoffice::PrepareSend(Message& msg) {
   msg.meta.sender = my_node_.id;
   msg.meta.sender_incarnation = process_incarnation_;
   if (gave_up_.load(std::memory_order_acquire)) {
@@ -333,6 +333,12 @@ Status Postoffice::Send(Message& msg, SendMode mode) {
                                std::to_string(to->rank) + " (node " + std::to_string(to->id) +
                                ") is " + StateName(to->state));
   }
+  return Status::OK();
+}
+
+Status Postoffice::Send(Message& msg, SendMode mode) {
+  Status ready = PrepareSend(msg);
+  if (!ready.ok()) return ready;
   LOG_IF(INFO, verbose() && !msg.meta.control.empty()) << "send " << msg.DebugString();
   const Channel channel = ChannelOf(msg);
   ResendOutbox* outbox = outbox_[static_cast<int>(channel)].get();
@@ -354,13 +360,8 @@ Status Postoffice::SendControl(Message& msg) {
   if (!outbox) return Send(msg, SendMode::kNonBlocking);
   // With resend on, a message that finds the peer's queue full is still tracked and
   // goes out with the next resend.
-  msg.meta.sender = my_node_.id;
-  msg.meta.sender_incarnation = process_incarnation_;
-  const MembershipView* view = membership_.Get();
-  const Node* to = view->Find(msg.meta.recipient);
-  if (view->version > 0 && to && !to->alive()) {
-    return Status::Unavailable("node " + std::to_string(to->id) + " is " + StateName(to->state));
-  }
+  Status ready = PrepareSend(msg);
+  if (!ready.ok()) return ready;
   outbox->Track(&msg, std::chrono::steady_clock::now());
   van_->Send(msg, SendMode::kNonBlocking, channel);
   return Status::OK();

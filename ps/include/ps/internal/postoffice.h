@@ -172,6 +172,9 @@ class Postoffice {
   void GiveUp(const std::string& why);
   void ReplyError(const Message& request, const Status& status);
   void StopRuntime();
+  // Stamps this node as the sender; Unavailable if the node gave up or the recipient
+  // is gone (an ACK may still go to a node that left).
+  Status PrepareSend(Message& msg);
 
   Config config_;
   std::unique_ptr<Van> van_;
