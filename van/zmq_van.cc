@@ -6,9 +6,11 @@
 #include <zmq.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "meta_codec.h"
@@ -23,10 +25,11 @@ constexpr size_t kZeroCopyThreshold = 4096;
 // How long Stop waits for queued outgoing messages to leave.
 constexpr int kLingerMs = 2000;
 
-// How long a send may wait for room in a peer's queue, and the slices it waits in
-// (between them it checks whether the peer is being disconnected).
+// How long a send may wait for room in a peer's queue, and how long it sleeps between
+// attempts (without holding the link, and checking whether the peer is being
+// disconnected).
 constexpr int kSendTimeoutMs = 60000;
-constexpr int kSendSliceMs = 100;
+constexpr int kSendRetryMicros = 500;
 
 std::string ZmqError() { return zmq_strerror(zmq_errno()); }
 
@@ -162,9 +165,6 @@ void* ZmqVan::NewPeerSocket(const std::string& endpoint, bool with_identity, Sta
   }
   int linger = kLingerMs;
   zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof(linger));
-  // A send waits for room in slices (see Send), so that a disconnect can stop it.
-  int send_timeout = kSendSliceMs;
-  zmq_setsockopt(socket, ZMQ_SNDTIMEO, &send_timeout, sizeof(send_timeout));
   if (with_identity && !options_.identity.empty()) {
     zmq_setsockopt(socket, ZMQ_ROUTING_ID, options_.identity.data(), options_.identity.size());
   }
@@ -259,29 +259,33 @@ Status ZmqVan::Send(const Message& msg, SendMode mode, Channel channel) {
   if (!peer) return Status::Unavailable("no connection to " + to);
   Link& link = peer->links[static_cast<int>(channel)];
 
-  // A non-blocking send must not wait for the link either: a blocking sender may hold
-  // it while it waits for room (the control loop's resends and the ACKs would stall
-  // behind it).
-  std::unique_lock<std::mutex> lock(link.mu, std::defer_lock);
-  if (mode == SendMode::kNonBlocking) {
-    if (!lock.try_lock()) return Status::Unavailable("connection to " + to + " is busy");
-  } else {
-    lock.lock();
-  }
-  if (!link.socket) return Status::Unavailable("connection to " + to + " is closed");
-  const int flags = mode == SendMode::kNonBlocking ? ZMQ_DONTWAIT : 0;
+  // The link's mutex is only ever held for one attempt: a sender that finds no room
+  // lets go of it while it waits, so that others' sends to this peer (the control
+  // loop's resends, ACKs, heartbeats) never wait behind a blocked one.
   size_t frames = msg.data.size();
   zmq_msg_t part;
   zmq_msg_init_size(&part, meta.size());
   std::memcpy(zmq_msg_data(&part), meta.data(), meta.size());
-  // Room is checked on the first frame only: once it is queued, ZeroMQ takes the
-  // rest of the message. So waiting happens here, in slices.
-  for (int waited = 0;; waited += kSendSliceMs) {
-    if (zmq_msg_send(&part, link.socket, flags | (frames ? ZMQ_SNDMORE : 0)) >= 0) break;
+  std::unique_lock<std::mutex> lock(link.mu, std::defer_lock);
+  auto began = std::chrono::steady_clock::now();
+  for (;;) {
+    lock.lock();
+    if (!link.socket) {
+      zmq_msg_close(&part);
+      return Status::Unavailable("connection to " + to + " is closed");
+    }
+    // Room is checked on the first frame only: once it is queued, ZeroMQ takes the
+    // rest of the message.
+    if (zmq_msg_send(&part, link.socket, ZMQ_DONTWAIT | (frames ? ZMQ_SNDMORE : 0)) >= 0) break;
     int err = zmq_errno();
-    bool retry = err == EAGAIN && mode == SendMode::kBlocking && !link.closing &&
-                 waited + kSendSliceMs < kSendTimeoutMs;
-    if (err == EINTR || retry) continue;
+    lock.unlock();
+    if (err == EINTR) continue;
+    bool in_time = std::chrono::steady_clock::now() - began <
+                   std::chrono::milliseconds(kSendTimeoutMs);
+    if (err == EAGAIN && mode == SendMode::kBlocking && !link.closing && in_time) {
+      std::this_thread::sleep_for(std::chrono::microseconds(kSendRetryMicros));
+      continue;
+    }
     // Nothing of this message left: the socket is as good as before.
     Status failed = Status::Unavailable(
         "send to " + to + " failed: " +
@@ -293,6 +297,7 @@ Status ZmqVan::Send(const Message& msg, SendMode mode, Channel channel) {
     zmq_msg_close(&part);
     return failed;
   }
+  const int flags = ZMQ_DONTWAIT;
   size_t bytes = meta.size();
   for (size_t i = 0; i < frames; ++i) {
     const SArray<char>& frame = msg.data[i];

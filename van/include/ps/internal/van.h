@@ -41,8 +41,8 @@ struct VanOptions {
 // How Send behaves when the peer's queue is full.
 enum class SendMode {
   kBlocking,     // wait for room, up to the van's send timeout (data)
-  kNonBlocking,  // fail at once with Unavailable, also while another thread is sending
-                 // to the same peer (control traffic, timers)
+  kNonBlocking,  // fail at once with Unavailable when the peer's queue is full
+                 // (control traffic, timers)
 };
 
 // Counters of what a van has done; for benchmarks and tests.
