@@ -56,13 +56,14 @@ class ZmqVan : public Van {
   struct Receiver {
     void* socket = nullptr;  // owned by `thread` after Start
     std::string endpoint;
+    std::string wake_endpoint;  // inproc: Stop sends one message here to end `thread`
     int port = 0;
     std::thread thread;
   };
 
   void ReceiveLoop(Channel channel);
-  // Reads one multipart message that zmq_poll said is ready and hands it on.
-  // Returns false when the socket failed for good.
+  // Waits for one multipart message and hands it on. Returns false when the socket
+  // failed for good or the van is stopping.
   bool ReceiveOne(Channel channel);
   Status Bind(Receiver* receiver, int port);
   // A DEALER connected to `endpoint` (with this node's identity if `with_identity`),
@@ -76,7 +77,6 @@ class ZmqVan : public Van {
   Handler handler_;
   void* context_ = nullptr;
   Receiver receivers_[2];  // by Channel
-  int wake_fd_ = -1;  // eventfd: Stop writes it to end the receive loops
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};
 
