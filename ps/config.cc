@@ -250,6 +250,12 @@ Status Config::FromEnvironment(Config* c, const Getenv& getenv) {
                                    " drops messages but PS_RESEND is off: nothing would "
                                    "recover them; set PS_RESEND=1");
   }
+  if ((text = Lookup(getenv, "PS_CONSISTENCY", nullptr))) {
+    if (!(s = ConsistencyModel::Parse(text, &cfg.consistency)).ok()) {
+      return Status::InvalidArgument("PS_CONSISTENCY: " + s.message());
+    }
+    cfg.consistency_set = true;
+  }
   if ((text = Lookup(getenv, "PS_JOB_TOKEN", nullptr))) {
     cfg.job_token = text;
     if (cfg.job_token.size() > 1024) {

@@ -4,6 +4,8 @@
 
 #include <map>
 
+#include "clock_coordinator.h"
+#include "ps/internal/clock_client.h"
 #include "ps/internal/postoffice.h"
 
 namespace ps {
@@ -23,6 +25,10 @@ std::map<int, SchedulerPluginFactory>& Registry() {
 
 void RegisterSchedulerPlugin(int app_id, SchedulerPluginFactory factory) {
   if (!factory) throw Error("RegisterSchedulerPlugin: empty factory");
+  if (app_id == kClockAppId) {
+    throw Error("RegisterSchedulerPlugin: app id " + std::to_string(app_id) +
+                " is reserved for the clock coordinator");
+  }
   if (Postoffice::Get()->started()) {
     throw Error("RegisterSchedulerPlugin(" + std::to_string(app_id) +
                 ") after ps::Start: register plugins first");
@@ -85,6 +91,13 @@ void PluginSeat::Start() {
       continue;
     }
     seats_.push_back(std::make_unique<Seat>(kv.first, std::move(plugin)));
+    seats_.back()->RunOnThread([](Seat* s) { s->plugin()->OnStart(s); });
+  }
+  // The built-in clock coordinator, when the job's workers ever wait for each other.
+  const ConsistencyModel& model = postoffice_->consistency();
+  if (model.waits()) {
+    seats_.push_back(
+        std::make_unique<Seat>(kClockAppId, std::make_unique<ClockCoordinator>(model)));
     seats_.back()->RunOnThread([](Seat* s) { s->plugin()->OnStart(s); });
   }
 }

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "plugin_seat.h"
+#include "ps/internal/clock_client.h"
 #include "ps/internal/event_loop.h"
 #include "ps/internal/reorder_window.h"
 #include "ps/internal/resend_outbox.h"
@@ -123,6 +124,7 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
         // the van delivers the first join request.
         my_node_.id = kScheduler;
         my_node_.rank = 0;
+        consistency_ = config_.consistency;
         scheduler_ = std::make_unique<SchedulerRole>(this, config_, my_node_);
         plugin_seat_ = std::make_unique<PluginSeat>(this);
       }
@@ -217,6 +219,8 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
       state_lock.unlock();
       loop_->Post([this] { StartNodeTimers(); });
       if (plugin_seat_) plugin_seat_->Start();
+      // Before the first barrier: the clock coordinator's pushes may follow at once.
+      if (!is_scheduler()) clocks_ = std::make_unique<ClockClient>(consistency_, is_worker());
       LOG_IF(INFO, verbose()) << "joined as " << my_node_.DebugString();
     }
   }
@@ -233,6 +237,12 @@ void Postoffice::MarkJoined() {
 
 void Postoffice::Finalize(int customer_id, bool do_barrier) {
   if (!started()) return;
+  // A worker on its way out ends no more clocks: nobody waits for it, also not while
+  // it waits in the closing barrier for the others.
+  if (clocks_ && is_worker()) {
+    Status s = clocks_->Finish();
+    LOG_IF(WARNING, !s.ok()) << "cannot tell the scheduler this worker's clocks are over: " << s;
+  }
   if (do_barrier) Barrier(customer_id, kScheduler + kServerGroup + kWorkerGroup);
   std::lock_guard<std::mutex> lock(start_mu_);
   if (start_count_ == 0 || --start_count_ > 0) return;
@@ -263,6 +273,7 @@ void Postoffice::Finalize(int customer_id, bool do_barrier) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   }
+  clocks_.reset();
   if (plugin_seat_) plugin_seat_->Stop();
   StopRuntime();
   {

@@ -101,6 +101,19 @@ void Postoffice::HandleJoinReply(const Message& msg) {
         << "node table that does not list this node (or no scheduler) ignored";
     return;
   }
+  ConsistencyModel model;
+  Status valid = ConsistencyModel::FromWire(msg.meta.control.consistency,
+                                            msg.meta.control.staleness, &model);
+  if (!valid.ok()) {
+    LOG_IF(WARNING, forged_log_.ShouldLog()) << "node table ignored: " << valid;
+    return;
+  }
+  if (config_.consistency_set && model != config_.consistency) {
+    LOG(WARNING) << "PS_CONSISTENCY=" << config_.consistency.ToString()
+                 << " on this node, but the job's scheduler runs " << model.ToString()
+                 << ": the scheduler's model holds";
+  }
+  consistency_ = model;
   MembershipView view;
   view.version = msg.meta.control.membership_version;
   view.nodes = msg.meta.control.nodes;

@@ -214,6 +214,9 @@ void SchedulerRole::SendTable(const Node& node) {
   reply.meta.control.cmd = Control::kAddNode;
   reply.meta.control.nodes = view_.nodes;
   reply.meta.control.membership_version = view_.version;
+  // The job's consistency model comes with the table, so no node can disagree.
+  reply.meta.control.consistency = static_cast<int>(config_.consistency.kind);
+  reply.meta.control.staleness = config_.consistency.staleness;
   reply.meta.recipient = node.id;
   Status s = postoffice_->SendControl(reply);
   LOG_IF(WARNING, !s.ok()) << "cannot send the node table to " << node.DebugString() << ": "

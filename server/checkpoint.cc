@@ -70,7 +70,7 @@ Status WriteCheckpoint(const std::string& path, const CheckpointData& data) {
   std::string buf(kMagic, sizeof(kMagic));
   Put(&buf, CheckpointData::kFormatVersion);
   Put(&buf, data.state_width);
-  Put(&buf, data.clock);
+  Put(&buf, data.pushes_taken);
   Put(&buf, static_cast<uint64_t>(data.records.size()));
   Put(&buf, static_cast<uint32_t>(data.optimizer.size()));
   buf += data.optimizer;
@@ -156,7 +156,7 @@ Status ReadCheckpoint(const std::string& path, CheckpointData* out) {
     return corrupt("format version " + std::to_string(version) + " (this build reads " +
                    std::to_string(CheckpointData::kFormatVersion) + ")");
   }
-  if (!r.Get(&data.state_width) || !r.Get(&data.clock) || !r.Get(&count) || !r.Get(&name_len) ||
+  if (!r.Get(&data.state_width) || !r.Get(&data.pushes_taken) || !r.Get(&count) || !r.Get(&name_len) ||
       !r.GetString(name_len, &data.optimizer)) {
     return corrupt("header is truncated");
   }

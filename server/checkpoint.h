@@ -2,7 +2,7 @@
 // the progress it reached) in one file, written atomically and checked on reading.
 //
 // Layout (host byte order: little-endian on x86-64 and ARM64):
-//   "HERDPSCK"  u32 format version  u32 state width  u64 clock  u64 key count
+//   "HERDPSCK"  u32 format version  u32 state width  u64 pushes taken  u64 key count
 //   u32 length + bytes of the optimizer description (OptimizerOptions::ToString)
 //   per key: u64 key  u32 len  i64 steps  f32[len] values  f32[len * state width] state
 //   u64 FNV-1a checksum of everything before it
@@ -31,7 +31,7 @@ struct CheckpointRecord {
 struct CheckpointData {
   static constexpr uint32_t kFormatVersion = 1;
   uint32_t state_width = 0;
-  uint64_t clock = 0;     // progress the server reached (pushes applied)
+  uint64_t pushes_taken = 0;  // progress the server reached (push requests taken)
   std::string optimizer;  // OptimizerOptions::ToString() of the writer
   std::vector<CheckpointRecord> records;
 };

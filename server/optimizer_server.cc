@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "checkpoint.h"
+#include "ps/internal/clock_client.h"
 #include "ps/internal/hash.h"
 #include "ps/internal/kv_message.h"
 #include "shard_thread.h"
@@ -61,7 +62,14 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
   if (!s.ok()) throw Error("OptimizerServer: " + s.message());
   if (options_.default_length == 0) throw Error("OptimizerServer: default_length must be >= 1");
   optimizer_ = Optimizer::Create(options_.optimizer);
-  num_workers_ = Postoffice::Get()->num_workers();
+  if (options_.sync_aggregation) {
+    const ConsistencyModel& model = Postoffice::Get()->consistency();
+    if (model.kind != ConsistencyModel::kBsp) {
+      throw Error("OptimizerServer: synchronous aggregation needs the job to run with "
+                  "PS_CONSISTENCY=bsp (set on the scheduler); this job runs " +
+                  model.ToString());
+    }
+  }
   int threads = options_.threads > 0 ? options_.threads : DefaultThreads();
   for (int t = 0; t < threads; ++t) {
     shards_.push_back(std::make_unique<ShardThread>(
@@ -71,13 +79,22 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
   if (!options_.checkpoint_dir.empty() && options_.resume) {
     Status loaded = LoadCheckpoint(CheckpointPath());
     if (loaded.ok()) {
-      LOG(INFO) << "resumed from " << CheckpointPath() << " at clock " << clock_.load();
+      LOG(INFO) << "resumed from " << CheckpointPath() << " after " << pushes_taken_.load() << " pushes";
     } else if (loaded.code() != Status::Code::kNotFound) {
       throw Error("OptimizerServer cannot resume: " + loaded.message());
     }
   }
-  last_checkpoint_clock_ = clock_.load();
+  last_checkpoint_pushes_ = pushes_taken_.load();
   last_checkpoint_time_ = NowSeconds();
+  if (options_.sync_aggregation) {
+    // Each new minimum clock closes the rounds below it, on every shard, in queue
+    // order after the pushes taken before it.
+    clock_listener_ = Postoffice::Get()->clocks()->AddListener([this](int64_t minimum) {
+      for (auto& shard : shards_) {
+        shard->Enqueue([minimum](ShardStore& store) { store.CloseRounds(minimum); });
+      }
+    });
+  }
   // The handle only splits requests onto the shards' bounded queues: it runs on the
   // data receive thread, so a request crosses one hand-off (to its shard).
   server_ = std::make_unique<KVServer<float>>(app_id, Customer::Delivery::kReceiveThread);
@@ -88,6 +105,9 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
 }
 
 OptimizerServer::~OptimizerServer() {
+  if (clock_listener_ >= 0) {
+    if (ClockClient* clocks = Postoffice::Get()->clocks()) clocks->RemoveListener(clock_listener_);
+  }
   server_->Close();  // no new requests; the shards finish and answer the taken ones
   if (writer_.joinable()) writer_.join();
   shards_.clear();
@@ -130,7 +150,7 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
     }
   }
   if (meta.pull) req->lens.assign(n, 0);
-  if (meta.push) clock_.fetch_add(1, std::memory_order_relaxed);
+  if (meta.push) pushes_taken_.fetch_add(1, std::memory_order_relaxed);
   int threads = static_cast<int>(shards_.size());
   std::vector<int> targets;
   if (threads == 1) {
@@ -161,14 +181,14 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
 
 void OptimizerServer::MaybeCheckpoint() {
   if (options_.checkpoint_dir.empty()) return;
-  uint64_t clock = clock_.load();
+  uint64_t pushes = pushes_taken_.load();
   bool due = (options_.checkpoint_every_pushes &&
-              clock - last_checkpoint_clock_ >= options_.checkpoint_every_pushes) ||
+              pushes - last_checkpoint_pushes_ >= options_.checkpoint_every_pushes) ||
              (options_.checkpoint_every_seconds > 0 &&
               NowSeconds() - last_checkpoint_time_ >= options_.checkpoint_every_seconds);
   if (!due) return;
   if (writing_.load()) return;  // the last save is still being written: try later
-  last_checkpoint_clock_ = clock;
+  last_checkpoint_pushes_ = pushes;
   last_checkpoint_time_ = NowSeconds();
   // On the receive thread, after this request's parts were queued: the snapshot is
   // taken here (a consistent cut, at memory speed); writing and fsync-ing it happen on
@@ -205,7 +225,7 @@ void OptimizerServer::Snapshot(CheckpointData* data) {
   data->optimizer = options_.optimizer.ToString();
   // Each shard copies its keys after the work queued before this call, so the file is
   // a consistent cut of every request taken so far.
-  data->clock = clock_.load();
+  data->pushes_taken = pushes_taken_.load();
   for (auto& shard : shards_) {
     shard->RunAndWait([&](ShardStore& store) { store.Snapshot(&data->records); });
   }
@@ -257,12 +277,20 @@ Status OptimizerServer::LoadCheckpoint(const std::string& path) {
     });
   }
   if (!failed.ok()) return Status(failed.code(), "checkpoint " + path + ": " + failed.message());
-  clock_.store(data.clock);
+  pushes_taken_.store(data.pushes_taken);
   return Status::OK();
 }
 
 void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positions, int part,
                               ShardStore& store) {
+  // BSP: a pull in clock c sees every push of the clocks below c, so it waits (parked
+  // on its shard, the shard goes on) until those rounds are applied.
+  if (options_.sync_aggregation && req->meta.pull && req->meta.clock > store.closed_below()) {
+    store.Park(req->meta.clock, [this, req, positions, part](ShardStore& s) {
+      RunPart(req, positions, part, s);
+    });
+    return;
+  }
   Status failed;
   try {
     size_t count = positions ? positions->size() : req->data.keys.size();
@@ -277,8 +305,7 @@ void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positio
         size_t len = req->offsets.empty() ? req->width : req->offsets[p + 1] - begin;
         const float* g = req->data.vals.data() + begin;
         if (options_.sync_aggregation) {
-          failed = store.Aggregate(key, g, static_cast<uint32_t>(len),
-                                   Postoffice::IDtoRank(req->meta.sender), num_workers_);
+          failed = store.Aggregate(key, g, static_cast<uint32_t>(len), req->meta.clock);
           if (failed.ok() && pull) failed = store.Find(key, 0, 0, &slot);
         } else {
           failed = store.Find(key, static_cast<uint32_t>(len), static_cast<uint32_t>(len), &slot);

@@ -48,61 +48,56 @@ Status ShardStore::Find(Key key, uint32_t want_len, uint32_t create_len, Slot** 
   return Status::OK();
 }
 
-Status ShardStore::AddToRound(Key key, Round* round, const float* g, uint32_t len, int worker,
-                              int num_workers, bool* complete) {
-  *complete = false;
-  if (round->contributed.empty()) {
-    round->sum.assign(len, 0.0f);
-    round->contributed.assign(num_workers, false);
-  }
-  if (round->contributed[worker]) {
-    if (round->ahead.size() >= kMaxAheadPerKey) {
-      return Status::Unavailable("worker " + std::to_string(worker) + " is " +
-                                 std::to_string(kMaxAheadPerKey) +
-                                 " rounds ahead of the others on key " + std::to_string(key) +
-                                 "; synchronous aggregation waits for every worker");
-    }
-    round->ahead.emplace_back(worker, std::vector<float>(g, g + len));
-    return Status::OK();
-  }
-  for (uint32_t i = 0; i < len; ++i) round->sum[i] += g[i];
-  round->contributed[worker] = true;
-  *complete = ++round->count == num_workers;
-  return Status::OK();
-}
-
-Status ShardStore::Aggregate(Key key, const float* g, uint32_t len, int worker,
-                             int num_workers) {
-  if (worker < 0 || worker >= num_workers) {
-    return Status::InvalidArgument("push from worker rank " + std::to_string(worker) +
-                                   " outside the job's " + std::to_string(num_workers));
+Status ShardStore::Aggregate(Key key, const float* g, uint32_t len, int64_t clock) {
+  if (clock < closed_below_) {
+    return Status::InvalidArgument("push of clock " + std::to_string(clock) + " to key " +
+                                   std::to_string(key) + " after its round was applied (every " +
+                                   "counted worker has ended clock " +
+                                   std::to_string(closed_below_ - 1) + ")");
   }
   Slot* slot = nullptr;
   Status s = Find(key, len, len, &slot);  // creates the key and checks the length
   if (!s.ok()) return s;
-  Round& round = rounds_[key];
-  bool complete = false;
-  s = AddToRound(key, &round, g, len, worker, num_workers, &complete);
-  if (!s.ok()) return s;
-  while (complete) {
-    std::vector<float> mean(len);
-    for (uint32_t i = 0; i < len; ++i) mean[i] = round.sum[i] / static_cast<float>(num_workers);
-    optimizer_->Update(slot->values, slot->state(), mean.data(), len, ++slot->steps);
-    // The next round starts with the pushes that were waiting for it, in order.
-    std::vector<std::pair<int, std::vector<float>>> ahead;
-    ahead.swap(round.ahead);
-    round.sum.assign(len, 0.0f);
-    round.contributed.assign(num_workers, false);
-    round.count = 0;
-    complete = false;
-    for (auto& [w, grad] : ahead) {
-      bool done = false;
-      AddToRound(key, &round, grad.data(), len, w, num_workers, &done);  // cannot overflow
-      complete = complete || done;
-    }
-  }
-  if (round.count == 0 && round.ahead.empty()) rounds_.erase(key);
+  Round& round = rounds_[clock][key];
+  if (round.count == 0) round.sum.assign(len, 0.0f);
+  for (uint32_t i = 0; i < len; ++i) round.sum[i] += g[i];
+  ++round.count;
   return Status::OK();
+}
+
+void ShardStore::CloseRounds(int64_t minimum) {
+  if (minimum <= closed_below_) return;
+  std::vector<float> mean;
+  while (!rounds_.empty() && rounds_.begin()->first < minimum) {
+    for (auto& [key, round] : rounds_.begin()->second) {
+      Slot* slot = slots_.Find(key);  // created by Aggregate; never removed
+      mean.resize(round.sum.size());
+      float n = static_cast<float>(round.count);
+      for (size_t i = 0; i < mean.size(); ++i) mean[i] = round.sum[i] / n;
+      optimizer_->Update(slot->values, slot->state(), mean.data(), slot->len, ++slot->steps);
+    }
+    rounds_.erase(rounds_.begin());
+  }
+  closed_below_ = minimum;
+  while (!parked_.empty() && parked_.begin()->first <= closed_below_) {
+    auto task = std::move(parked_.begin()->second);
+    parked_.erase(parked_.begin());
+    task(*this);
+  }
+}
+
+void ShardStore::Park(int64_t need, std::function<void(ShardStore&)> task) {
+  if (need <= closed_below_) {
+    task(*this);
+    return;
+  }
+  parked_.emplace(need, std::move(task));
+}
+
+size_t ShardStore::open_round_entries() const {
+  size_t n = 0;
+  for (const auto& kv : rounds_) n += kv.second.size();
+  return n;
 }
 
 void ShardStore::Snapshot(std::vector<CheckpointRecord>* out) const {

@@ -6,6 +6,8 @@
 #define HERDPS_SERVER_SHARD_STORE_H_
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <unordered_map>
 #include <utility>
@@ -31,11 +33,23 @@ class ShardStore {
   // else InvalidArgument; an absent one is created with `create_len` initialised values.
   Status Find(Key key, uint32_t want_len, uint32_t create_len, Slot** slot);
 
-  // Synchronous aggregation: adds worker `worker`'s gradient to the key's current
-  // round; once all `num_workers` have contributed, applies one optimizer step with
-  // their mean and starts the next round. A worker that pushes again before the round
-  // is complete is ahead: its gradient waits for the next round (in order).
-  Status Aggregate(Key key, const float* g, uint32_t len, int worker, int num_workers);
+  // Synchronous aggregation (BSP): adds a gradient pushed in worker clock `clock` to
+  // the key's round of that clock. Nothing is applied until the round closes.
+  // InvalidArgument if the clock's rounds are already closed (a push from a worker
+  // that no longer counts) or the length differs from the key's.
+  Status Aggregate(Key key, const float* g, uint32_t len, int64_t clock);
+  // Every counted worker has ended the clocks below `minimum`: applies the rounds of
+  // those clocks, in clock order, one optimizer step per key and clock with the mean of
+  // the round's pushes; then runs the parked tasks that were waiting for them.
+  void CloseRounds(int64_t minimum);
+  // Rounds of every clock below this have been applied.
+  int64_t closed_below() const { return closed_below_; }
+  // Runs `task` once the rounds of every clock below `need` are applied (at once if
+  // they are). Tasks waiting for the same rounds run in the order they were parked.
+  void Park(int64_t need, std::function<void(ShardStore&)> task);
+  // Pushes held in open rounds, and tasks parked (for statistics and tests).
+  size_t open_round_entries() const;
+  size_t parked() const { return parked_.size(); }
 
   // Appends every key's record (for checkpoints).
   void Snapshot(std::vector<CheckpointRecord>* out) const;
@@ -49,22 +63,18 @@ class ShardStore {
  private:
   float* Allocate(size_t floats);
 
-  // A key's aggregation round in progress.
+  // The pushes of one key in one clock, summed. Under BSP a worker is at most one
+  // clock ahead of the slowest, so at most two clocks' rounds are open at a time.
   struct Round {
     std::vector<float> sum;
-    std::vector<bool> contributed;  // by worker rank
-    int count = 0;
-    std::vector<std::pair<int, std::vector<float>>> ahead;  // pushes for later rounds
+    uint32_t count = 0;
   };
-  // Pushes waiting for later rounds, per key, before a push is refused: bounds the
-  // memory a worker that runs far ahead (or a dead one holding a round open) can cost.
-  static constexpr size_t kMaxAheadPerKey = 256;
-  static Status AddToRound(Key key, Round* round, const float* g, uint32_t len, int worker,
-                           int num_workers, bool* complete);
 
   const Optimizer* optimizer_;
   ValueInit init_;
-  std::unordered_map<Key, Round> rounds_;
+  std::map<int64_t, std::unordered_map<Key, Round>> rounds_;  // by clock
+  int64_t closed_below_ = 0;
+  std::multimap<int64_t, std::function<void(ShardStore&)>> parked_;  // by clock needed
   KeyTable slots_;
   // Arena: slots are carved from large chunks, so a small key costs no malloc.
   std::vector<std::unique_ptr<float[]>> chunks_;

@@ -150,12 +150,14 @@ class Job:
         self.procs.append(p)
         return p
 
-    def start_by_hand(self, app, workers, servers, app_args):
+    def start_by_hand(self, app, workers, servers, app_args, extra_env=None):
         """Scheduler, servers and workers as separate processes, each told only what a
-        node on another host would be told. Returns {"scheduler": p, "server 0": p, ...}."""
+        node on another host would be told (plus extra_env). Returns {"scheduler": p,
+        "server 0": p, ...}."""
         base = {k: v for k, v in os.environ.items()
                 if not k.startswith(("PS_", "DMLC_"))}
         base.update(HEARTBEATS)
+        base.update(extra_env or {})
         base.update({"PS_NUM_WORKER": str(workers), "PS_NUM_SERVER": str(servers),
                      "PS_SCHEDULER_URI": "127.0.0.1", "PS_SCHEDULER_PORT": str(free_port()),
                      "PS_NODE_HOST": "127.0.0.1", "PS_JOB_TOKEN": secrets.token_hex(16),

@@ -104,9 +104,9 @@ int main(int argc, char* argv[]) {
   ps::Finalize(0, true);
   if (server && FLAGS_save_checkpoint) {
     ps::Status s = server->SaveCheckpoint();
-    std::printf("server %d: checkpoint %s at clock %llu: %s\n", ps::MyRank(),
+    std::printf("server %d: checkpoint %s after %llu pushes: %s\n", ps::MyRank(),
                 server->CheckpointPath().c_str(),
-                static_cast<unsigned long long>(server->clock()), s.ToString().c_str());
+                static_cast<unsigned long long>(server->pushes_taken()), s.ToString().c_str());
     if (!s.ok()) rc = 1;
   }
   if (server) {

@@ -41,7 +41,7 @@ namespace {
 namespace fs = std::filesystem;
 using Code = Status::Code;
 
-constexpr size_t kCountOffset = 8 + 4 + 4 + 8;  // magic, version, state width, clock
+constexpr size_t kCountOffset = 8 + 4 + 4 + 8;  // magic, version, state width, pushes taken
 constexpr size_t kVersionOffset = 8;
 
 // Written from the format description, not from checkpoint.cc.
@@ -79,7 +79,7 @@ bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
 
 void ExpectIdentical(const CheckpointData& want, const CheckpointData& got) {
   EXPECT_EQ(got.state_width, want.state_width);
-  EXPECT_EQ(got.clock, want.clock);
+  EXPECT_EQ(got.pushes_taken, want.pushes_taken);
   EXPECT_EQ(got.optimizer, want.optimizer);
   ASSERT_EQ(got.records.size(), want.records.size());
   for (size_t i = 0; i < want.records.size(); ++i) {
@@ -95,7 +95,7 @@ CheckpointData RandomData(uint32_t state_width, uint32_t seed) {
   std::mt19937 rng(seed);
   CheckpointData d;
   d.state_width = state_width;
-  d.clock = 0x0123456789abcdefULL + seed;
+  d.pushes_taken = 0x0123456789abcdefULL + seed;
   d.optimizer = "adam lr=0.001 beta1=0.9 beta2=0.999 eps=1e-08";
   const size_t lengths[] = {1, 0, 17, 9, 1000};
   const Key keys[] = {0, 7, 1ULL << 40, 12345, kMaxKey};
@@ -113,14 +113,14 @@ CheckpointData RandomData(uint32_t state_width, uint32_t seed) {
 // Two short records: small enough to damage every byte in turn.
 CheckpointData SmallData() {
   return {/*state_width=*/1,
-          /*clock=*/42,
+          /*pushes_taken=*/42,
           "sgd",
           {{3, 5, {1.5f, -2.0f}, {0.25f, 0.5f}}, {9, 1, {7.0f}, {-1.0f}}}};
 }
 
 // What the caller's struct holds before a failing read; it must survive the failure.
 CheckpointData Sentinel() {
-  return {/*state_width=*/2, /*clock=*/777, "sentinel", {{0xdeadbeef, 11, {123.0f}, {4.0f, 5.0f}}}};
+  return {/*state_width=*/2, /*pushes_taken=*/777, "sentinel", {{0xdeadbeef, 11, {123.0f}, {4.0f, 5.0f}}}};
 }
 
 class CheckpointTest : public ::testing::Test {

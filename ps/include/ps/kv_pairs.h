@@ -30,6 +30,9 @@ struct KVMeta {
   int timestamp = 0;    // the requester's request timestamp
   int customer_id = 0;  // the requester's customer id
   int app_id = 0;
+  // The worker's clock when it sent the request (KVWorker::CurrentClock); -1 from a
+  // sender that does not keep clocks.
+  int64_t clock = -1;
   // The request's identity, echoed in the answer; not for apps to change.
   uint64_t request_id = 0;
   uint64_t incarnation = 0;

@@ -118,6 +118,7 @@ class KVServer {
     meta.pull = msg.meta.pull;
     meta.sender = msg.meta.sender;
     meta.timestamp = msg.meta.timestamp;
+    meta.clock = msg.meta.clock;
     meta.customer_id = msg.meta.customer_id;
     meta.app_id = msg.meta.app_id;
     meta.request_id = msg.meta.request_id;

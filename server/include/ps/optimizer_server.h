@@ -40,10 +40,14 @@ struct OptimizerServerOptions {
   // Shard threads; 0 means PS_SERVER_THREADS, else the cores this process may use.
   int threads = 0;
   uint32_t default_length = 1;     // values of a key first seen in a pull
-  // Synchronous aggregation (for BSP): a key's pushes are summed per round, one from
-  // each worker, and the optimizer runs once per round with their mean. Pushes are
-  // acknowledged at once, never held back; a worker's second push to a key before the
-  // round is complete counts towards the next round.
+  // Synchronous aggregation, for jobs run with PS_CONSISTENCY=bsp (the constructor
+  // refuses other models): the pushes of one clock (KVWorker::Clock) are summed per
+  // key, and once every live worker has ended that clock the optimizer runs once per
+  // key with their mean (the sum divided by the number of pushes the key got in that
+  // clock: a sparse key is averaged over the workers that touched it). Pushes are
+  // acknowledged at once, never held back; a pull in clock c is answered once the
+  // rounds of every clock below c are applied. Workers that die, leave or finish stop
+  // being waited for. See docs/consistency.md.
   bool sync_aggregation = false;
   size_t queue_capacity = 4096;    // tasks waiting per shard before the receiver waits
 
@@ -71,8 +75,9 @@ class OptimizerServer {
   // Requests answered so far.
   uint64_t requests_answered() const { return answered_.load(); }
   // Push requests taken so far, counting those restored from a checkpoint: the
-  // progress a checkpoint records.
-  uint64_t clock() const { return clock_.load(); }
+  // progress a checkpoint records. (Not a clock: clocks are the workers', see
+  // KVWorker::Clock.)
+  uint64_t pushes_taken() const { return pushes_taken_.load(); }
 
   // Saves the whole state (after the work queued before the call) to `path`, or to
   // the configured directory. Errors name the file.
@@ -102,13 +107,13 @@ class OptimizerServer {
   std::unique_ptr<Optimizer> optimizer_;
   std::vector<std::unique_ptr<ShardThread>> shards_;
   std::atomic<uint64_t> answered_{0};
-  std::atomic<uint64_t> clock_{0};
-  int num_workers_ = 0;
+  std::atomic<uint64_t> pushes_taken_{0};
+  int clock_listener_ = -1;  // sync_aggregation: closes rounds as the clocks move
   std::mutex save_mu_;  // serialises snapshots and checkpoint writes
   std::thread writer_;  // writes the periodic checkpoints
   std::atomic<bool> writing_{false};
   // Periodic checkpoints; used on the receive thread only.
-  uint64_t last_checkpoint_clock_ = 0;
+  uint64_t last_checkpoint_pushes_ = 0;
   double last_checkpoint_time_ = 0;
   std::unique_ptr<KVServer<float>> server_;  // last: stops receiving before shards go
 };

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "ps/base.h"
+#include "ps/internal/clock_client.h"
 #include "ps/internal/customer.h"
 #include "ps/internal/key_partition.h"
 #include "ps/internal/kv_message.h"
@@ -135,6 +136,42 @@ class KVWorker {
     return customer_->WaitRequest(timestamp, timeout);
   }
 
+  // Ends this worker node's current clock (see ps/consistency.h and
+  // docs/consistency.md): first waits until this KVWorker's pushes issued so far are
+  // finished (acknowledged or failed: their own Wait reports how), then tells the
+  // scheduler and, under bsp / ssp:S, blocks until the next clock may begin. Under asp
+  // (the default) it only counts. Unavailable if the scheduler is lost or this worker
+  // called FinishClocks. Additive to ps-lite's API: apps that never call it run as
+  // before, all in clock 0.
+  // The clock belongs to the node: with several KVWorkers in one process, one of them
+  // calls Clock() for all; requests issued by other threads while it blocks belong to
+  // the next clock.
+  Status Clock() {
+    ClockClient* clocks = Postoffice::Get()->clocks();
+    if (!clocks) throw Error("Clock called before ps::Start or on the scheduler");
+    std::vector<int> pushes;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& kv : pending_) {
+        if (kv.second.push) pushes.push_back(kv.second.timestamp);
+      }
+    }
+    for (int ts : pushes) customer_->WaitRequest(ts);
+    return clocks->EndClock();
+  }
+  // The clock this worker node is in: how many clocks it has ended (0 at the start).
+  int64_t CurrentClock() const {
+    ClockClient* clocks = Postoffice::Get()->clocks();
+    return clocks ? clocks->current() : 0;
+  }
+  // This worker ends no more clocks (its training is over, e.g. it ran out of data):
+  // the others stop waiting for it. Finalize, leaving the job, does the same.
+  Status FinishClocks() {
+    ClockClient* clocks = Postoffice::Get()->clocks();
+    if (!clocks) throw Error("FinishClocks called before ps::Start or on the scheduler");
+    return clocks->Finish();
+  }
+
   // Requests issued by this worker and not finished yet.
   size_t NumInFlight() { return customer_->NumInFlight(); }
 
@@ -161,6 +198,7 @@ class KVWorker {
     int timestamp = 0;
     int remaining = 0;
     Callback cb;
+    bool push = false;
     bool pull = false;
     Sink sink;
     SArray<Key> keys;
@@ -218,6 +256,7 @@ int KVWorker<Val>::Request(bool push, bool pull, const KVPairs<Val>& kvs, int cm
 
   Pending p;
   p.cb = cb;
+  p.push = push;
   p.pull = pull;
   p.sink = sink;
   p.keys = kvs.keys;
@@ -258,6 +297,8 @@ int KVWorker<Val>::Request(bool push, bool pull, const KVPairs<Val>& kvs, int cm
   p.answers.resize(p.servers.size());
   p.answered.assign(p.servers.size(), false);
 
+  ClockClient* clocks = po->clocks();
+  const int64_t clock = clocks ? clocks->current() : -1;
   std::vector<int> servers = p.servers;
   std::vector<int> server_ids;
   for (int r : servers) server_ids.push_back(Postoffice::ServerRankToID(r));
@@ -285,6 +326,7 @@ int KVWorker<Val>::Request(bool push, bool pull, const KVPairs<Val>& kvs, int cm
     msg.meta.pull = pull;
     msg.meta.head = cmd;
     msg.meta.priority = kvs.priority;
+    msg.meta.clock = clock;
     msg.meta.recipient = Postoffice::ServerRankToID(servers[i]);
     AppendKVPairs(parts[i], &msg);
     Status sent = po->Send(msg);

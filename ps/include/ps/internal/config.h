@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "ps/consistency.h"
 #include "ps/internal/message.h"
 #include "ps/status.h"
 
@@ -51,6 +52,11 @@ struct Config {
   // PS_TUNE_MALLOC: 1 (default) makes glibc keep large freed buffers for reuse (see
   // Postoffice::Start); 0 leaves malloc as the process configured it.
   bool tune_malloc = true;
+  // PS_CONSISTENCY: bsp | ssp:S | asp (default asp). Only the scheduler's counts: it
+  // hands its model to every node that joins (a node whose own setting differs says
+  // so in its log).
+  ConsistencyModel consistency;
+  bool consistency_set = false;  // PS_CONSISTENCY was given
 
   // Fills `config` from `getenv`. Each PS_* name also accepts its ps-lite DMLC_*
   // alias (DMLC_ROLE, DMLC_NUM_WORKER, DMLC_NUM_SERVER, DMLC_PS_ROOT_URI,

@@ -45,6 +45,7 @@
 
 namespace ps {
 
+class ClockClient;
 class EventLoop;
 class InboundSequencer;
 class ResendOutbox;
@@ -118,6 +119,13 @@ class Postoffice {
   bool is_scheduler() const { return config_.role == Node::kSchedulerRole; }
   bool verbose() const { return config_.verbose; }
   bool started() const { return start_count_ > 0; }
+  // Whether this node gave up (lost its scheduler, or was declared dead).
+  bool gave_up() const { return gave_up_.load(); }
+  // The job's consistency model, as the scheduler handed it over at the join.
+  const ConsistencyModel& consistency() const { return consistency_; }
+  // This node's clocks (see ps/internal/clock_client.h); null on the scheduler and
+  // outside Start..Finalize.
+  ClockClient* clocks() { return clocks_.get(); }
   NodeStats stats() const;
 
   // For SchedulerRole (on the control loop): makes `view` this node's membership,
@@ -181,6 +189,8 @@ class Postoffice {
   std::unique_ptr<EventLoop> loop_;
   std::unique_ptr<SchedulerRole> scheduler_;
   std::unique_ptr<PluginSeat> plugin_seat_;
+  std::unique_ptr<ClockClient> clocks_;
+  ConsistencyModel consistency_;  // set before joined_, read after
   Node my_node_;
   std::string scheduler_endpoint_;
   uint64_t process_incarnation_ = 0;
