@@ -20,7 +20,7 @@ constexpr std::chrono::milliseconds kGiveUpCheck(100);
 }  // namespace
 
 bool ParseClockText(const std::string& text, int64_t* out) {
-  if (text.empty() || text.size() > 20 || text[0] == '-' || text[0] == '+') return false;
+  if (text.empty() || text.size() > 20 || text[0] < '0' || text[0] > '9') return false;
   char* end = nullptr;
   errno = 0;
   long long v = std::strtoll(text.c_str(), &end, 10);

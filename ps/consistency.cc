@@ -24,9 +24,10 @@ Status ConsistencyModel::Parse(const std::string& text, ConsistencyModel* out) {
     char* end = nullptr;
     errno = 0;
     long long s = std::strtoll(digits, &end, 10);
-    if (!errno && end != digits && !*end && *digits != '-' && *digits != '+' && s >= 0 &&
+    if (!errno && end != digits && !*end && *digits >= '0' && *digits <= '9' && s >= 0 &&
         s <= kMaxStaleness) {
-      *out = ConsistencyModel{kSsp, static_cast<int>(s)};
+      // ssp:0 is BSP, and is BSP everywhere (synchronous aggregation accepts it).
+      *out = s == 0 ? ConsistencyModel{kBsp, 0} : ConsistencyModel{kSsp, static_cast<int>(s)};
       return Status::OK();
     }
   }

@@ -2,7 +2,8 @@
 # The installed package, seen from outside the tree: installs a built HerdPS into a
 # scratch prefix, builds tests/install/consumer against it with find_package(HerdPS),
 # and runs the consumer as a real job (1 scheduler, 1 server, 2 workers) under
-# tracker/launch. Exits 0 only if every step succeeds.
+# tracker/launch, and the consistency checker (tests/integration/clock_guarantees.cc)
+# built the same way under SSP(2). Exits 0 only if every step succeeds.
 #
 #   run_install_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -58,6 +59,10 @@ fi
 
 step "run the consumer as a job: 1 scheduler, 1 server, 2 workers"
 run python3 "$source_dir/tracker/launch" -n 2 -s 1 --timeout 60 -- "$tmp/build/consumer"
+
+step "check SSP(2) from outside: 3 workers, 1 server, 300 clocks"
+run python3 "$source_dir/tracker/launch" -n 3 -s 1 --timeout 120 --env PS_CONSISTENCY=ssp:2 \
+  -- "$tmp/build/clock_guarantees" --staleness 2 --clocks 300
 
 echo
 echo "install test: OK"

@@ -28,7 +28,7 @@ struct ConsistencyModel {
 
   static constexpr int kMaxStaleness = 1000000;
 
-  // Parses "bsp", "asp" or "ssp:S" (S a whole number; "ssp:0" is BSP's rule).
+  // Parses "bsp", "asp" or "ssp:S" (S a whole number; "ssp:0" gives bsp).
   // InvalidArgument saying what is accepted for anything else.
   static Status Parse(const std::string& text, ConsistencyModel* out);
   // Rebuilds a model from its wire fields; InvalidArgument if they are out of range.
