@@ -69,24 +69,31 @@ void ClockClient::OnMinimum(int64_t minimum) {
 
 Status ClockClient::EndClock() {
   if (!worker_) return Status::InvalidArgument("Clock() is for workers");
-  std::lock_guard<std::mutex> one_at_a_time(end_mu_);
+  int64_t ended = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (finished_) {
-      return Status::Unavailable("Clock() after this worker finished its clocks");
+    // Clocks are reported one at a time, in order; the wait below is outside the lock,
+    // so that FinishClocks (and Finalize) never wait behind a blocked Clock().
+    std::lock_guard<std::mutex> one_at_a_time(end_mu_);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finished_) return Status::Unavailable("Clock() after this worker finished its clocks");
+    }
+    ended = current_.load();
+    current_.store(ended + 1, std::memory_order_release);
+    if (!app_) return Status::OK();  // asp: nobody waits, nobody is told
+    Status s = app_->Wait(app_->Request(kClockEnded, std::to_string(ended), kScheduler));
+    if (!s.ok()) {
+      return Status::Unavailable("cannot end clock " + std::to_string(ended) + ": " +
+                                 s.message());
     }
   }
-  int64_t ended = current_.load();
-  current_.store(ended + 1, std::memory_order_release);
-  if (!app_) return Status::OK();  // asp: nobody waits, nobody is told
-  Status s = app_->Wait(app_->Request(kClockEnded, std::to_string(ended), kScheduler));
-  if (!s.ok()) return Status::Unavailable("cannot end clock " + std::to_string(ended) + ": " + s.message());
   // Clock ended+1 may begin once every counted worker is at most `bound` behind it.
   int64_t need = ended + 1 - model_.bound();
   std::unique_lock<std::mutex> lock(mu_);
   Postoffice* po = Postoffice::Get();
   while (minimum_.load(std::memory_order_acquire) < need) {
     if (!aborted_.empty()) return Status::Unavailable(aborted_);
+    if (finished_) return Status::Unavailable("this worker finished its clocks meanwhile");
     if (po->gave_up()) return Status::Unavailable("this node gave up (see the log)");
     cv_.wait_for(lock, kGiveUpCheck);
   }
@@ -101,6 +108,7 @@ Status ClockClient::Finish() {
     if (finished_) return Status::OK();
     finished_ = true;
   }
+  cv_.notify_all();  // a Clock() waiting on another thread ends
   if (!app_) return Status::OK();
   return app_->Wait(app_->Request(kClockFinished, "", kScheduler));
 }

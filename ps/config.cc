@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "ps/environment.h"
+
 namespace ps {
 namespace {
 
@@ -106,7 +108,8 @@ std::string SecondsText(double seconds) {
 }
 
 Status Config::FromEnvironment(Config* c) {
-  return FromEnvironment(c, [](const char* name) { return std::getenv(name); });
+  // Through Environment: an overlay an app set with Environment::Init counts.
+  return FromEnvironment(c, [](const char* name) { return Environment::Get()->find(name); });
 }
 
 Status Config::FromEnvironment(Config* c, const Getenv& getenv) {

@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 #include <tbb/concurrent_queue.h>
 
+#include <future>
 #include <random>
 #include <thread>
 
@@ -141,6 +142,15 @@ void Customer::RunOnOwnThread(std::function<void()> fn) {
     return;
   }
   executor->Push(std::move(fn));
+}
+
+bool Customer::DrainOwnThread(std::chrono::milliseconds timeout) {
+  std::shared_ptr<CustomerExecutor> executor = Executor(false);
+  if (!executor || executor->OnThisThread()) return true;
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> ran = done->get_future();
+  executor->Push([done] { done->set_value(); });
+  return ran.wait_for(timeout) == std::future_status::ready;
 }
 
 void Customer::set_abort_handle(AbortHandle handle) {

@@ -5,7 +5,9 @@
 #include <map>
 
 #include "clock_coordinator.h"
+#include "order_plugin.h"
 #include "ps/internal/clock_client.h"
+#include "ps/internal/order_protocol.h"
 #include "ps/internal/postoffice.h"
 
 namespace ps {
@@ -25,9 +27,10 @@ std::map<int, SchedulerPluginFactory>& Registry() {
 
 void RegisterSchedulerPlugin(int app_id, SchedulerPluginFactory factory) {
   if (!factory) throw Error("RegisterSchedulerPlugin: empty factory");
-  if (app_id == kClockAppId) {
+  if (app_id == kClockAppId || app_id == kOrderAppId) {
     throw Error("RegisterSchedulerPlugin: app id " + std::to_string(app_id) +
-                " is reserved for the clock coordinator");
+                " is reserved for the " +
+                (app_id == kClockAppId ? "clock coordinator" : "order plugin"));
   }
   if (Postoffice::Get()->started()) {
     throw Error("RegisterSchedulerPlugin(" + std::to_string(app_id) +
@@ -100,6 +103,9 @@ void PluginSeat::Start() {
         std::make_unique<Seat>(kClockAppId, std::make_unique<ClockCoordinator>(model)));
     seats_.back()->RunOnThread([](Seat* s) { s->plugin()->OnStart(s); });
   }
+  // The built-in CD-GraB order plugin, always: it is passive until a worker talks to it.
+  seats_.push_back(std::make_unique<Seat>(kOrderAppId, std::make_unique<OrderPlugin>()));
+  seats_.back()->RunOnThread([](Seat* s) { s->plugin()->OnStart(s); });
 }
 
 void PluginSeat::OnMembershipChange(const MembershipView* view) {

@@ -77,8 +77,18 @@ Postoffice* Postoffice::Get() {
 
 void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
   {
-    std::lock_guard<std::mutex> lock(start_mu_);
-    if (start_count_++ == 0) {
+    // Held while starting, but not while waiting for the job to form: a Start for
+    // another customer meanwhile is one more worker of this process (as in ps-lite).
+    std::unique_lock<std::mutex> lock(start_mu_);
+    if (start_count_++ > 0) {
+      if (joining_) {
+        AddInstance(customer_id);
+        lock.unlock();
+        std::unique_lock<std::mutex> state_lock(state_mu_);
+        state_cv_.wait(state_lock, [this] { return joined_ || !join_error_.ok(); });
+        if (!joined_) throw Error("HerdPS cannot join: " + join_error_.message());
+      }
+    } else {
       InitLogging(argv0);
       Status s = Config::FromEnvironment(&config_);
       if (!s.ok()) {
@@ -170,18 +180,16 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
         }
         // The join is repeated until the table comes (a message may be lost, or the
         // scheduler may start after this node); the scheduler ignores repeats.
+        {
+          std::lock_guard<std::mutex> instances_lock(instances_mu_);
+          instances_.clear();
+          has_instances_ = false;
+          first_customer_ = customer_id;
+        }
         auto begun = std::chrono::steady_clock::now();
         auto send_join = [this, begun] {
           if (joined_) return;
-          Message join;
-          join.meta.control.cmd = Control::kAddNode;
-          join.meta.control.nodes.push_back(my_node_);
-          join.meta.control.token = config_.job_token;
-          join.meta.request = true;
-          join.meta.recipient = kScheduler;
-          join.meta.sender = kEmpty;
-          join.meta.sender_incarnation = process_incarnation_;
-          van_->Send(join, SendMode::kNonBlocking, Channel::kControl);
+          SendJoins();
           auto waited = std::chrono::duration_cast<std::chrono::seconds>(
                             std::chrono::steady_clock::now() - begun)
                             .count();
@@ -195,9 +203,15 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
         loop_->Post(send_join);
         loop_->RunEvery(std::chrono::seconds(1), send_join);
       }
+      joining_ = true;
+      lock.unlock();
       std::unique_lock<std::mutex> state_lock(state_mu_);
       bool done = state_cv_.wait_for(state_lock, std::chrono::seconds(config_.start_timeout_s),
                                      [this] { return joined_ || !join_error_.ok(); });
+      state_lock.unlock();
+      lock.lock();
+      state_lock.lock();
+      joining_ = false;
       if (!done || !join_error_.ok()) {
         std::string why =
             done ? join_error_.message()
@@ -211,7 +225,9 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
                                   std::to_string(config_.num_workers) +
                                   " workers have started (the scheduler logs which are "
                                   "missing)");
+        if (join_error_.ok()) join_error_ = Status::Unavailable(why);  // wakes other Starts
         state_lock.unlock();
+        state_cv_.notify_all();
         start_count_ = 0;
         StopRuntime();
         throw Error("HerdPS " + std::string(RoleName(config_.role)) + " cannot join: " + why);
@@ -225,6 +241,70 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
     }
   }
   if (do_barrier) Barrier(customer_id, kScheduler + kServerGroup + kWorkerGroup);
+}
+
+void Postoffice::SendJoins() {
+  std::vector<Node> nodes = {my_node_};
+  {
+    std::lock_guard<std::mutex> lock(instances_mu_);
+    for (const auto& instance : instances_) nodes.push_back(instance.second);
+  }
+  for (const Node& node : nodes) {
+    Message join;
+    join.meta.control.cmd = Control::kAddNode;
+    join.meta.control.nodes.push_back(node);
+    join.meta.control.token = config_.job_token;
+    join.meta.request = true;
+    join.meta.recipient = kScheduler;
+    join.meta.sender = kEmpty;
+    join.meta.sender_incarnation = process_incarnation_;
+    van_->Send(join, SendMode::kNonBlocking, Channel::kControl);
+  }
+}
+
+bool Postoffice::AddInstance(int customer_id) {
+  if (!is_worker()) return false;
+  {
+    std::lock_guard<std::mutex> lock(instances_mu_);
+    if (customer_id == first_customer_) return false;
+    for (const auto& instance : instances_) {
+      if (instance.first == customer_id) return false;
+    }
+    if (config_.resend) {
+      throw Error("Start(" + std::to_string(customer_id) +
+                  "): several workers in one process do not work with PS_RESEND yet");
+    }
+    if (instances_.size() + 1 >= static_cast<size_t>(Node::kMaxInstances)) {
+      throw Error("Start(" + std::to_string(customer_id) + "): too many workers in one process");
+    }
+    Node node = my_node_;
+    node.instance = static_cast<int>(instances_.size()) + 1;
+    instances_.emplace_back(customer_id, node);
+    has_instances_ = true;
+  }
+  LOG(INFO) << "customer " << customer_id << " joins as one more worker of this process";
+  loop_->Post([this] {
+    if (!joined_) SendJoins();
+  });
+  return true;
+}
+
+int Postoffice::InstanceIdOf(int customer_id) {
+  if (!has_instances_.load(std::memory_order_acquire)) return my_node_.id;
+  std::lock_guard<std::mutex> lock(instances_mu_);
+  for (const auto& instance : instances_) {
+    if (instance.first == customer_id) return instance.second.id;
+  }
+  return my_node_.id;
+}
+
+bool Postoffice::IsMyInstanceId(int id) {
+  if (!has_instances_.load(std::memory_order_acquire)) return false;
+  std::lock_guard<std::mutex> lock(instances_mu_);
+  for (const auto& instance : instances_) {
+    if (instance.second.id == id) return true;
+  }
+  return false;
 }
 
 void Postoffice::MarkJoined() {
@@ -246,6 +326,7 @@ void Postoffice::Finalize(int customer_id, bool do_barrier) {
   if (do_barrier) Barrier(customer_id, kScheduler + kServerGroup + kWorkerGroup);
   std::lock_guard<std::mutex> lock(start_mu_);
   if (start_count_ == 0 || --start_count_ > 0) return;
+  DrainCustomers();
   if (exit_callback_) exit_callback_();
   finalizing_ = true;
   if (is_scheduler()) {
@@ -260,7 +341,20 @@ void Postoffice::Finalize(int customer_id, bool do_barrier) {
     }
   } else {
     // Leave explicitly, so that the scheduler does not wait for this node in
-    // barriers nor later declare it dead.
+    // barriers nor later declare it dead: this process's other workers first.
+    std::vector<int> instance_ids;
+    {
+      std::lock_guard<std::mutex> instances_lock(instances_mu_);
+      for (const auto& instance : instances_) instance_ids.push_back(instance.second.id);
+    }
+    for (int id : instance_ids) {
+      Message instance_leave;
+      instance_leave.meta.control.cmd = Control::kLeave;
+      instance_leave.meta.request = true;
+      instance_leave.meta.recipient = kScheduler;
+      instance_leave.meta.sender = id;
+      SendControl(instance_leave);
+    }
     Message leave;
     leave.meta.control.cmd = Control::kLeave;
     leave.meta.request = true;
@@ -290,6 +384,24 @@ void Postoffice::Finalize(int customer_id, bool do_barrier) {
   plugin_seat_.reset();
 }
 
+void Postoffice::DrainCustomers() {
+  // What reached this node before the closing barrier has run when Finalize returns
+  // (an app that counts the requests its handle answered, as ps-lite's tests do, sees
+  // them all). Bounded: a handle that never returns does not hold the node forever.
+  auto deadline = std::chrono::steady_clock::now() + kFinalizeWait;
+  std::shared_lock<std::shared_mutex> lock(dispatch_mu_);
+  for (auto& kv : customers_) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (!kv.second->DrainOwnThread(std::max(left, std::chrono::milliseconds(0)))) {
+      LOG(WARNING) << "app " << kv.first.first << " customer " << kv.first.second
+                   << " is still running a handle " << kFinalizeWait.count()
+                   << " s into Finalize; stopping without it";
+      break;
+    }
+  }
+}
+
 void Postoffice::StopRuntime() {
   // Timers first, so that nothing sends on a stopping van.
   if (loop_) loop_->Stop();
@@ -304,7 +416,11 @@ void Postoffice::Barrier(int customer_id, int node_group) {
                 std::to_string(node_group));
   }
   if (members.size() == 1) return;
-  auto key = std::make_pair(node_group, customer_id);
+  // In a process of several workers each customer is its own worker, and its
+  // barriers are that worker's (the customer id no longer tells them apart).
+  const int me = InstanceIdOf(customer_id);
+  const int barrier_customer = has_instances_ ? 0 : customer_id;
+  auto key = std::make_tuple(node_group, barrier_customer, me);
   uint64_t seen;
   {
     std::lock_guard<std::mutex> lock(state_mu_);
@@ -313,9 +429,10 @@ void Postoffice::Barrier(int customer_id, int node_group) {
   Message req;
   req.meta.control.cmd = Control::kBarrier;
   req.meta.control.barrier_group = node_group;
-  req.meta.customer_id = customer_id;
+  req.meta.customer_id = barrier_customer;
   req.meta.request = true;
   req.meta.recipient = kScheduler;
+  req.meta.sender = me;
   if (is_scheduler()) {
     // The scheduler's own entry goes straight to its role, on the control loop.
     req.meta.sender = kScheduler;
@@ -330,7 +447,7 @@ void Postoffice::Barrier(int customer_id, int node_group) {
 }
 
 Status Postoffice::PrepareSend(Message& msg) {
-  msg.meta.sender = my_node_.id;
+  if (!IsMyInstanceId(msg.meta.sender)) msg.meta.sender = my_node_.id;
   msg.meta.sender_incarnation = process_incarnation_;
   if (gave_up_.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(state_mu_);
@@ -352,6 +469,7 @@ Status Postoffice::Send(Message& msg, SendMode mode) {
   if (!ready.ok()) return ready;
   LOG_IF(INFO, verbose() && !msg.meta.control.empty()) << "send " << msg.DebugString();
   const Channel channel = ChannelOf(msg);
+  if (msg.meta.recipient == my_node_.id) return SendToSelf(msg, channel);
   ResendOutbox* outbox = outbox_[static_cast<int>(channel)].get();
   if (!outbox || msg.meta.control.cmd == Control::kAck ||
       msg.meta.control.cmd == Control::kHeartbeat) {
@@ -363,6 +481,19 @@ Status Postoffice::Send(Message& msg, SendMode mode) {
   // behind its back would deliver what the caller was told failed.
   if (!s.ok()) outbox->Ack(msg.meta.recipient, seq);
   return s;
+}
+
+Status Postoffice::SendToSelf(const Message& msg, Channel channel) {
+  // A SimpleApp request to a group this node is in (ps-lite's test_simple_app sends to
+  // kScheduler + kServerGroup + kWorkerGroup from the scheduler) reaches this node's
+  // own app, handed over by the control loop as if it had arrived: the app's handle
+  // runs on its own thread, never on the sender's.
+  if (!msg.meta.simple_app || !msg.meta.control.empty()) {
+    return Status::InvalidArgument("node " + std::to_string(my_node_.id) +
+                                   " cannot send a KV or control message to itself");
+  }
+  loop_->Post([this, m = msg, channel]() mutable { DispatchData(m, channel); });
+  return Status::OK();
 }
 
 Status Postoffice::SendControl(Message& msg) {

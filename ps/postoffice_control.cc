@@ -90,7 +90,21 @@ void Postoffice::HandleJoinReply(const Message& msg) {
   // a table from anyone else is ignored.
   int my_id = kEmpty;
   for (const Node& n : msg.meta.control.nodes) {
-    if (n.endpoint == my_node_.endpoint && n.identity == my_node_.identity) my_id = n.id;
+    if (n.endpoint == my_node_.endpoint && n.identity == my_node_.identity && n.instance == 0) {
+      my_id = n.id;
+    }
+  }
+  {
+    // This process's other workers, if any.
+    std::lock_guard<std::mutex> lock(instances_mu_);
+    for (auto& instance : instances_) {
+      for (const Node& n : msg.meta.control.nodes) {
+        if (n.identity == my_node_.identity && n.instance == instance.second.instance) {
+          instance.second.id = n.id;
+          instance.second.rank = n.rank;
+        }
+      }
+    }
   }
   const Node* scheduler = nullptr;
   for (const Node& n : msg.meta.control.nodes) {
@@ -140,7 +154,8 @@ void Postoffice::HandleJoinReply(const Message& msg) {
 void Postoffice::HandleBarrierRelease(const Message& msg) {
   {
     std::lock_guard<std::mutex> lock(state_mu_);
-    ++barrier_releases_[{msg.meta.control.barrier_group, msg.meta.customer_id}];
+    int to = msg.meta.recipient == kEmpty ? my_node_.id : msg.meta.recipient;
+    ++barrier_releases_[{msg.meta.control.barrier_group, msg.meta.customer_id, to}];
   }
   state_cv_.notify_all();
 }

@@ -124,7 +124,8 @@ void SchedulerRole::HandleJoin(const Message& msg) {
   }
   if (complete_) {
     for (const Node& n : view_.nodes) {
-      if (n.endpoint == node.endpoint && n.identity == node.identity) {
+      if (n.endpoint == node.endpoint && n.identity == node.identity &&
+          n.instance == node.instance) {
         if (n.alive()) SendTable(n);  // our reply was lost: send it again
         return;
       }
@@ -134,8 +135,12 @@ void SchedulerRole::HandleJoin(const Message& msg) {
     return;
   }
   int same_role = 0;
+  if (node.instance > 0 && node.role != Node::kWorkerRole) {
+    Refuse(node, "only a worker process may run several workers");
+    return;
+  }
   for (Node& n : joining_) {
-    if (n.endpoint == node.endpoint) {
+    if (n.endpoint == node.endpoint && n.instance == node.instance) {
       n = node;  // a repeated join (or a restart before the job began)
       return;
     }
@@ -227,6 +232,14 @@ void SchedulerRole::HandleHeartbeat(const Message& msg) {
   auto it = last_heard_.find(msg.meta.sender);
   if (it == last_heard_.end()) return;  // not a live node (anymore)
   it->second = Clock::now();
+  // The other workers of the sender's process (instances) live and die with it.
+  const Node* sender = view_.Find(msg.meta.sender);
+  for (const Node& n : view_.nodes) {
+    if (sender && n.id != sender->id && n.identity == sender->identity) {
+      auto other = last_heard_.find(n.id);
+      if (other != last_heard_.end()) other->second = it->second;
+    }
+  }
   Message reply;
   reply.meta.control.cmd = Control::kHeartbeat;
   reply.meta.control.membership_version = view_.version;

@@ -6,7 +6,8 @@
 
 namespace ps {
 
-SimpleApp::SimpleApp(int app_id, int customer_id) {
+SimpleApp::SimpleApp(int app_id, int customer_id)
+    : created_(std::chrono::steady_clock::now()) {
   if (!Postoffice::Get()->started()) {
     throw Error("SimpleApp(" + std::to_string(app_id) + ", " + std::to_string(customer_id) +
                 ") created before ps::Start");
@@ -24,8 +25,12 @@ SimpleApp::~SimpleApp() { customer_->Close(); }
 
 void SimpleApp::set_request_handle(const Handle& request_handle) {
   if (!request_handle) throw Error("SimpleApp::set_request_handle: empty handle");
-  std::lock_guard<std::mutex> lock(mu_);
-  request_handle_ = request_handle;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    request_handle_ = request_handle;
+    request_handle_set_ = true;
+  }
+  handle_set_cv_.notify_all();
 }
 
 void SimpleApp::set_response_handle(const Handle& response_handle) {
@@ -125,7 +130,13 @@ void SimpleApp::Process(Message& msg) {
   if (meta.request) {
     Handle handle;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      // An app sets its handle right after constructing the SimpleApp, while other
+      // nodes may already send to it (ps-lite's apps do, right after Start): a request
+      // that comes first waits for the handle, up to kHandleGrace after construction,
+      // instead of being answered by the default handle behind the app's back.
+      std::unique_lock<std::mutex> lock(mu_);
+      handle_set_cv_.wait_until(lock, created_ + kHandleGrace,
+                                [this] { return request_handle_set_; });
       handle = request_handle_;
     }
     handle(data, this);

@@ -57,7 +57,9 @@ const char* StateName(Node::State state) {
 
 std::string Node::DebugString() const {
   std::ostringstream os;
-  os << RoleName(role) << " " << rank << " (node " << id << ", " << endpoint << ")";
+  os << RoleName(role) << " " << rank << " (node " << id << ", " << endpoint;
+  if (instance) os << ", instance " << instance;
+  os << ")";
   return os.str();
 }
 

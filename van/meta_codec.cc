@@ -25,6 +25,7 @@ void ToWire(const Node& n, herdps::wire::Node* p) {
   if (!n.identity.empty()) p->set_identity(n.identity);
   if (!n.control_endpoint.empty()) p->set_control_endpoint(n.control_endpoint);
   p->set_state(static_cast<herdps::wire::NodeState>(n.state));
+  if (n.instance) p->set_instance(n.instance);
 }
 
 Status FromWire(const herdps::wire::Node& p, Node* n) {
@@ -45,6 +46,10 @@ Status FromWire(const herdps::wire::Node& p, Node* n) {
   }
   n->identity = p.identity();
   n->control_endpoint = p.control_endpoint();
+  if (p.instance() < 0 || p.instance() >= Node::kMaxInstances) {
+    return Status::InvalidArgument("node entry has instance " + std::to_string(p.instance()));
+  }
+  n->instance = p.instance();
   if (p.state() < herdps::wire::JOINING || p.state() > herdps::wire::LEFT) {
     return Status::InvalidArgument("node entry has unknown state " + std::to_string(p.state()));
   }

@@ -200,7 +200,17 @@ Status ZmqVan::Connect(int node_id, const std::string& endpoint,
   {
     std::unique_lock<std::shared_mutex> lock(peers_mu_);
     auto& slot = peers_[node_id];
-    if (!slot) slot = std::make_shared<Peer>();
+    if (!slot) {
+      // Several workers of one process (node instances) share its endpoints: they share
+      // one connection too (two with the same identity would take over each other's).
+      for (auto& kv : peers_) {
+        if (kv.first != node_id && kv.second && kv.second->Reaches(endpoint, control_endpoint)) {
+          slot = kv.second;
+          return Status::OK();
+        }
+      }
+      slot = std::make_shared<Peer>();
+    }
     peer = slot;
   }
   // A channel whose endpoint is unchanged keeps its connection, so messages already
@@ -238,6 +248,10 @@ void ZmqVan::Disconnect(int node_id) {
     if (it == peers_.end()) return;
     old = std::move(it->second);
     peers_.erase(it);
+    // Still the connection of another node (an instance of the same process).
+    for (auto& kv : peers_) {
+      if (kv.second == old) return;
+    }
   }
   // What was queued for a gone peer is of no use to anyone.
   for (Link& link : old->links) CloseLink(&link, 0);

@@ -51,6 +51,13 @@ class ZmqVan : public Van {
   };
   struct Peer {
     Link links[2];  // by Channel
+    // Whether this peer's connections go to these endpoints (both set).
+    bool Reaches(const std::string& data, const std::string& control) {
+      if (data.empty() || control.empty()) return false;
+      std::lock_guard<std::mutex> data_lock(links[0].mu);
+      std::lock_guard<std::mutex> control_lock(links[1].mu);
+      return links[0].endpoint == data && links[1].endpoint == control;
+    }
   };
   // One channel's receiving side.
   struct Receiver {

@@ -30,7 +30,16 @@ int main(int argc, char* argv[]) {
     return 2;
   }
   try {
+    linear::ApplyConsistencyFlag();
     ps::Start(0, argv[0]);
+    try {
+      // Needs the job's size, known only now; every node checks, so all stop alike.
+      linear::StragglerOptionsFromFlags(ps::NumWorkers());
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "linear: %s\n", e.what());
+      std::fflush(stderr);
+      std::_Exit(2);
+    }
     std::unique_ptr<ps::OptimizerServer> server;
     if (ps::IsServer()) server = std::make_unique<ps::OptimizerServer>(0, server_options);
     int rc = 0;

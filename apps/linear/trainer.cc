@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "clock_pacer.h"
 #include "csv_reader.h"
 #include "data_error.h"
 #include "libsvm_reader.h"
@@ -132,6 +133,27 @@ void Step(ps::KVWorker<float>* kv, const TrainingData& data, const size_t* rows,
   if (!s.ok()) throw std::runtime_error("push failed: " + s.ToString());
 }
 
+// One line per worker at the end: its examples per second after the first epoch (the
+// warm-up: connections, first pulls that create the keys), its wall time, and its clocks.
+// tracker/consistency reads it; keep the wording.
+void PrintThroughput(int rank, size_t local, Clock::time_point start, Clock::time_point warm,
+                     Clock::time_point end, const std::string& consistency,
+                     const ClockPacer& pacer) {
+  const bool warmed = FLAGS_epochs > 1;
+  const int epochs = warmed ? FLAGS_epochs - 1 : FLAGS_epochs;
+  const double seconds = std::chrono::duration<double>(end - (warmed ? warm : start)).count();
+  const double examples = static_cast<double>(local) * epochs;
+  std::printf(
+      "worker %d: throughput %.1f examples/s (%.0f examples in %.3f s, %s), wall %.3f s, "
+      "%s, %lld clocks, slowed on %d (%.3f s)\n",
+      rank, seconds > 0 ? examples / seconds : 0.0, examples, seconds,
+      warmed ? "after the warm-up epoch" : "no warm-up excluded: 1 epoch",
+      std::chrono::duration<double>(end - start).count(), consistency.c_str(),
+      static_cast<long long>(pacer.clocks()), pacer.straggler().slowed_clocks(),
+      pacer.straggler().delayed_seconds());
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 TrainingData LoadTrainingData(int rank, int num_workers) {
@@ -157,19 +179,23 @@ TrainingData LoadTrainingData(int rank, int num_workers) {
 int RunWorker(const TrainingData& data) {
   ps::KVWorker<float> kv(0, 0);
   const int rank = ps::MyRank();
+  const int workers = ps::NumWorkers();
   const bool lead = rank == 0;
+  const std::string consistency = ps::Postoffice::Get()->consistency().ToString();
+  ClockPacer pacer(&kv, ClockEveryFromFlags(), StragglerOptionsFromFlags(workers), rank);
   std::FILE* metrics = nullptr;
   if (lead && !FLAGS_metrics_csv.empty()) {
     metrics = std::fopen(FLAGS_metrics_csv.c_str(), "w");
     if (!metrics) throw std::runtime_error("cannot write metrics to " + FLAGS_metrics_csv);
-    std::fprintf(metrics, "epoch,wall_seconds,train_loss,test_loss,accuracy,auc\n");
+    std::fprintf(metrics,
+                 "epoch,wall_seconds,train_loss,test_loss,accuracy,auc,consistency,clocks\n");
   }
   if (lead) {
     std::printf(
         "training on %zu examples (%zu held out), %llu features, %d workers, "
         "batch %d, %s lr=%g\n",
         data.train.rows(), data.test.rows(), static_cast<unsigned long long>(data.num_features),
-        ps::NumWorkers(), FLAGS_batch_size, FLAGS_optimizer.c_str(), FLAGS_lr);
+        workers, FLAGS_batch_size, FLAGS_optimizer.c_str(), FLAGS_lr);
   }
   // Every worker says which rows it trains on, so a run's partitioning is on record.
   std::printf("worker %d: training rows [%zu, %zu) of %zu (contiguous blocks)\n", rank,
@@ -178,19 +204,35 @@ int RunWorker(const TrainingData& data) {
   std::vector<int64_t> position(data.num_features + 1, -1);
   const size_t local = data.my_rows.size();
   const size_t batch = FLAGS_batch_size == 0 ? local : static_cast<size_t>(FLAGS_batch_size);
+  // Every worker runs as many step slots per epoch as the one with the most rows, so
+  // all end the same number of clocks per epoch: under bsp a worker that ended fewer
+  // would sit in the epoch's barrier while the others wait in Clock() for it.
+  const size_t most_rows = (data.train.rows() + workers - 1) / workers;
+  const size_t steps = FLAGS_batch_size == 0 ? 1 : (most_rows + batch - 1) / batch;
   auto start = Clock::now();
+  auto warm = start;  // the end of the warm-up epoch
   Evaluation last;
   for (int epoch = 1; epoch <= FLAGS_epochs; ++epoch) {
     auto epoch_start = Clock::now();
+    if (epoch == 2) warm = epoch_start;
     auto next_report = epoch_start + std::chrono::seconds(2);
-    for (size_t at = 0; at < local; at += batch) {
-      Step(&kv, data, data.my_rows.data() + at, std::min(batch, local - at), &position);
+    pacer.StartEpoch();
+    for (size_t step = 0; step < steps; ++step) {
+      const size_t at = step * batch;
+      if (at < local) {
+        Step(&kv, data, data.my_rows.data() + at, std::min(batch, local - at), &position);
+      }
+      pacer.AfterStep();
       if (lead && Clock::now() >= next_report) {  // progress inside long epochs
-        std::printf("epoch %d: %3.0f%% of local data\n", epoch, 100.0 * (at + batch) / local);
+        std::printf("epoch %d: %3.0f%% of local data\n", epoch,
+                    100.0 * std::min(at + batch, local) / local);
         std::fflush(stdout);
         next_report = Clock::now() + std::chrono::seconds(2);
       }
     }
+    pacer.AfterEpoch();
+    // The closing barrier must not wait for a worker that waits in Clock().
+    if (epoch == FLAGS_epochs) pacer.Finish();
     bool evaluate = epoch % FLAGS_eval_every == 0 || epoch == FLAGS_epochs;
     if (!evaluate) continue;
     // Evaluate the model all workers reached at the end of this epoch.
@@ -204,15 +246,17 @@ int RunWorker(const TrainingData& data) {
           epoch, FLAGS_epochs, last.train_loss, last.test_loss, last.accuracy, last.auc, wall);
       std::fflush(stdout);
       if (metrics) {
-        std::fprintf(metrics, "%d,%.6f,%.9g,%.9g,%.9g,%.9g\n", epoch, wall, last.train_loss,
-                     last.test_loss, last.accuracy, last.auc);
+        std::fprintf(metrics, "%d,%.6f,%.9g,%.9g,%.9g,%.9g,%s,%lld\n", epoch, wall, last.train_loss,
+                     last.test_loss, last.accuracy, last.auc, consistency.c_str(),
+                     static_cast<long long>(pacer.clocks()));
         std::fflush(metrics);
       }
     }
     ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
   }
+  auto end = Clock::now();
   if (lead) {
-    double wall = std::chrono::duration<double>(Clock::now() - start).count();
+    double wall = std::chrono::duration<double>(end - start).count();
     std::printf("final: train_loss %.6f test_loss %.6f accuracy %.4f auc %.4f wall %.2f s\n",
                 last.train_loss, last.test_loss, last.accuracy, last.auc, wall);
     if (!FLAGS_save_model.empty()) {
@@ -221,6 +265,7 @@ int RunWorker(const TrainingData& data) {
     }
   }
   if (metrics) std::fclose(metrics);
+  PrintThroughput(rank, local, start, warm, end, consistency, pacer);
   return 0;
 }
 

@@ -1,6 +1,10 @@
 #include "training_options.h"
 
 #include <stdexcept>
+#include <string>
+
+#include "ps/consistency.h"
+#include "ps/environment.h"
 
 #ifndef HERDPS_LINEAR_DEFAULT_DATA
 #define HERDPS_LINEAR_DEFAULT_DATA "apps/linear/data/hmda.csv"
@@ -36,6 +40,21 @@ DEFINE_string(save_model, "", "write the final model here: one 'key value' line 
 DEFINE_string(metrics_csv, "", "write per-epoch metrics here (CSV with a header)");
 DEFINE_int32(eval_every, 1, "evaluate every N epochs (and always after the last)");
 DEFINE_int32(server_threads, 0, "shard threads per server; 0: PS_SERVER_THREADS or cores");
+DEFINE_string(clock_every, "batch",
+              "batch or epoch: end a clock (KVWorker::Clock) after every step or every epoch; "
+              "the job's model (PS_CONSISTENCY, tracker/launch --consistency) says who waits");
+DEFINE_string(consistency, "",
+              "bsp, ssp:S or asp: the job's consistency model (every node of the job runs this "
+              "app, so the scheduler takes it from here); empty: the job's (PS_CONSISTENCY, "
+              "tracker/launch --consistency)");
+DEFINE_int32(straggler, -1, "this worker rank is slowed on every clock; -1: none");
+DEFINE_double(straggler_prob, 0,
+              "each clock, each worker is slowed with this probability (seeded by --seed and "
+              "the rank); not with --straggler");
+DEFINE_double(straggler_factor, 0,
+              "a slowed clock takes this many times its work (sleeps (F-1) x the measured time "
+              "of its steps), >= 1; 0: use --straggler_delay_ms");
+DEFINE_double(straggler_delay_ms, 0, "a slowed clock sleeps this many milliseconds");
 
 namespace linear {
 
@@ -77,6 +96,74 @@ void ValidateTrainingFlags() {
     throw std::invalid_argument("--format must be csv or libsvm");
   }
   if (FLAGS_train.empty()) throw std::invalid_argument("--train is required");
+  ps::ConsistencyModel model;
+  if (!FLAGS_consistency.empty() && !ps::ConsistencyModel::Parse(FLAGS_consistency, &model).ok()) {
+    throw std::invalid_argument("--consistency must be bsp, asp or ssp:S (S a whole number from 0 "
+                                "to 1000000), not '" + FLAGS_consistency + "'");
+  }
+  if (FLAGS_clock_every != "batch" && FLAGS_clock_every != "epoch") {
+    throw std::invalid_argument("--clock_every must be batch or epoch, not '" + FLAGS_clock_every +
+                                "'");
+  }
+  if (FLAGS_straggler < -1) {
+    throw std::invalid_argument("--straggler must be a worker rank, or -1 for none");
+  }
+  if (!(FLAGS_straggler_prob >= 0 && FLAGS_straggler_prob <= 1)) {
+    throw std::invalid_argument("--straggler_prob must be in [0, 1]");
+  }
+  if (FLAGS_straggler >= 0 && FLAGS_straggler_prob > 0) {
+    throw std::invalid_argument(
+        "--straggler and --straggler_prob exclude each other: slow one chosen worker on "
+        "every clock, or random workers on random clocks");
+  }
+  if (!(FLAGS_straggler_factor == 0 || FLAGS_straggler_factor >= 1)) {
+    throw std::invalid_argument("--straggler_factor must be >= 1 (or 0: unset)");
+  }
+  if (!(FLAGS_straggler_delay_ms >= 0 && FLAGS_straggler_delay_ms <= 3.6e6)) {
+    throw std::invalid_argument("--straggler_delay_ms must be in [0, 3600000]");
+  }
+  const bool slowed = FLAGS_straggler >= 0 || FLAGS_straggler_prob > 0;
+  const bool factor = FLAGS_straggler_factor > 0, delay = FLAGS_straggler_delay_ms > 0;
+  if (factor && delay) {
+    throw std::invalid_argument(
+        "--straggler_factor and --straggler_delay_ms exclude each other: give one");
+  }
+  if (slowed && !factor && !delay) {
+    throw std::invalid_argument(
+        "--straggler / --straggler_prob need --straggler_factor F or --straggler_delay_ms D "
+        "(how much a slowed clock is slowed)");
+  }
+  if (!slowed && (factor || delay)) {
+    throw std::invalid_argument(
+        "--straggler_factor / --straggler_delay_ms need --straggler RANK or "
+        "--straggler_prob P (who is slowed)");
+  }
+}
+
+ClockEvery ClockEveryFromFlags() {
+  return FLAGS_clock_every == "epoch" ? ClockEvery::kEpoch : ClockEvery::kBatch;
+}
+
+StragglerOptions StragglerOptionsFromFlags(int num_workers) {
+  if (FLAGS_straggler >= num_workers) {
+    throw std::invalid_argument("--straggler " + std::to_string(FLAGS_straggler) +
+                                " names no worker: the job has " + std::to_string(num_workers) +
+                                " (ranks 0.." + std::to_string(num_workers - 1) + ")");
+  }
+  StragglerOptions o;
+  o.rank = FLAGS_straggler;
+  o.prob = FLAGS_straggler_prob;
+  o.factor = FLAGS_straggler_factor;
+  o.delay_ms = FLAGS_straggler_delay_ms;
+  o.seed = FLAGS_seed;
+  return o;
+}
+
+void ApplyConsistencyFlag() {
+  if (FLAGS_consistency.empty()) return;
+  // The runtime reads its settings through ps::Environment: on the scheduler this sets
+  // the job's model, on the other nodes it is the model they expect.
+  ps::Environment::Init({{"PS_CONSISTENCY", FLAGS_consistency}});
 }
 
 }  // namespace linear

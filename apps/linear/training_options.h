@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ps/optimizer_server.h"
+#include "straggler.h"
 
 DECLARE_string(train);
 DECLARE_string(test);
@@ -36,6 +37,11 @@ DECLARE_string(save_model);
 DECLARE_string(metrics_csv);
 DECLARE_int32(eval_every);
 DECLARE_int32(server_threads);
+DECLARE_string(clock_every);
+DECLARE_int32(straggler);
+DECLARE_double(straggler_prob);
+DECLARE_double(straggler_factor);
+DECLARE_double(straggler_delay_ms);
 
 namespace linear {
 
@@ -45,6 +51,18 @@ ps::OptimizerServerOptions ServerOptionsFromFlags();
 
 // Checks the flags that do not concern the servers. Throws std::invalid_argument.
 void ValidateTrainingFlags();
+
+// Where a worker ends its clocks (KVWorker::Clock): after every step or every epoch.
+enum class ClockEvery { kBatch, kEpoch };
+// --clock_every; valid once ValidateTrainingFlags passed.
+ClockEvery ClockEveryFromFlags();
+
+// The straggler flags; valid once ValidateTrainingFlags passed. Throws
+// std::invalid_argument when --straggler names no worker of a job of `num_workers`.
+StragglerOptions StragglerOptionsFromFlags(int num_workers);
+
+// --consistency, if given, becomes this process's PS_CONSISTENCY (before ps::Start).
+void ApplyConsistencyFlag();
 
 }  // namespace linear
 

@@ -226,6 +226,13 @@ class LaunchTest(unittest.TestCase):
                 ["-n", "1", "-s", "1", "--env", "=v", "--", *touch],
                 ["-n", "1", "-s", "1", "--transport", "udp", "--", *touch],
                 ["-n", "1", "-s", "1", "--launcher", "ssh", "--", *touch],
+                ["-n", "1", "-s", "1", "--consistency", "ssp", "--", *touch],
+                ["-n", "1", "-s", "1", "--consistency", "ssp:-1", "--", *touch],
+                ["-n", "1", "-s", "1", "--consistency", "ssp:1.5", "--", *touch],
+                ["-n", "1", "-s", "1", "--consistency", "ssp:1000001", "--", *touch],
+                ["-n", "1", "-s", "1", "--consistency", "sync", "--", *touch],
+                ["-n", "1", "-s", "1", "--consistency", "bsp",
+                 "--env", "PS_CONSISTENCY=asp", "--", *touch],
             ]
             for args in cases:
                 with self.subTest(args=args):
@@ -240,7 +247,8 @@ class LaunchTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0)
         for word in ["--num-workers", "--num-servers", "--host", "--port",
                      "--transport", "--env", "--timeout", "--grace",
-                     "--launcher", "--verbose", "PS_ROLE", "PS_RANK",
+                     "--launcher", "--verbose", "--consistency",
+                     "PS_CONSISTENCY", "PS_ROLE", "PS_RANK",
                      "PS_NUM_WORKER", "PS_NUM_SERVER", "PS_SCHEDULER_URI",
                      "PS_SCHEDULER_PORT", "PS_NODE_HOST", "PS_TRANSPORT",
                      "DMLC_ROLE", "DMLC_NUM_WORKER", "DMLC_NUM_SERVER",
@@ -260,6 +268,17 @@ class LaunchTest(unittest.TestCase):
         for line in lines:
             self.assertTrue(line.endswith("] B 1=2 ipc 23456 23456"), line)
         self.assertIn("PS_ROLE=worker", r.stderr)  # --verbose
+
+    def test_consistency_is_set_for_every_node(self):
+        for mode in ("bsp", "ssp:3", "asp", "SSP:0"):
+            with self.subTest(mode=mode):
+                r = self.launch("-n", "2", "-s", "1", "--consistency", mode, "--",
+                                "sh", "-c", 'echo "model=$PS_CONSISTENCY"')
+                self.assertEqual(r.returncode, 0, r.stderr)
+                lines = [l for l in r.stdout.splitlines() if l.startswith("[")]
+                self.assertEqual(len(lines), 4, r.stdout)
+                for line in lines:
+                    self.assertTrue(line.endswith("] model=" + mode), line)
 
     def test_job_token_is_shared_secret_and_never_shown(self):
         cmd = 'echo "token=$PS_JOB_TOKEN"'

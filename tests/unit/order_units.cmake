@@ -12,3 +12,7 @@ if(TARGET order_replay)
     set_tests_properties(order_replay.${mode} PROPERTIES TIMEOUT 120)
   endforeach()
 endif()
+# The scheduler's order plugin (internal to the runtime) driven through a fake plugin
+# context, and the order protocol's codec.
+herdps_unit_test(order_plugin_test)
+target_include_directories(order_plugin_test PRIVATE ${PROJECT_SOURCE_DIR}/ps)

@@ -10,14 +10,22 @@
 #ifndef PS_PS_H_
 #define PS_PS_H_
 
-#include <glog/logging.h>
-
+#include <cstring>
 #include <functional>
+// What ps-lite's ps/ps.h brings along, so that its apps compile unchanged.
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "ps/base.h"
+#include "ps/consistency.h"
+#include "ps/environment.h"
 #include "ps/internal/postoffice.h"
 #include "ps/kv_app.h"
+#include "ps/logging.h"
 #include "ps/sarray.h"
+#include "ps/simple_app.h"
 #include "ps/status.h"
 
 namespace ps {

@@ -17,6 +17,8 @@
 #ifndef PS_SIMPLE_APP_H_
 #define PS_SIMPLE_APP_H_
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -65,8 +67,9 @@ class SimpleApp {
   virtual void Response(const SimpleData& recv_req, const std::string& res_body = "");
   void ResponseError(const SimpleData& recv_req, const Status& status);
 
-  // The default request handle answers every request with an empty body; the
-  // default response handle does nothing.
+  // The default request handle answers every request with an empty body (a request
+  // that arrives within 1 s of construction, before set_request_handle, waits for the
+  // handle to be set); the default response handle does nothing.
   virtual void set_request_handle(const Handle& request_handle);
   virtual void set_response_handle(const Handle& response_handle);
 
@@ -84,7 +87,13 @@ class SimpleApp {
   void Abort(int timestamp, uint64_t request_id, const Status& status);
   void Answer(const SimpleData& req, const std::string& body, const Status& status);
 
+  // How long a request that arrives before set_request_handle waits for it.
+  static constexpr std::chrono::milliseconds kHandleGrace{1000};
+
+  const std::chrono::steady_clock::time_point created_;
   std::mutex mu_;  // guards the handles and pending_
+  std::condition_variable handle_set_cv_;
+  bool request_handle_set_ = false;
   Handle request_handle_;
   Handle response_handle_;
   std::unordered_map<uint64_t, Pending> pending_;

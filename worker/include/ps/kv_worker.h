@@ -145,7 +145,7 @@ class KVWorker {
   // before, all in clock 0.
   // The clock belongs to the node: with several KVWorkers in one process, one of them
   // calls Clock() for all; requests issued by other threads while it blocks belong to
-  // the next clock.
+  // the next clock. Do not call Finalize while another thread is in Clock().
   Status Clock() {
     ClockClient* clocks = Postoffice::Get()->clocks();
     if (!clocks) throw Error("Clock called before ps::Start or on the scheduler");

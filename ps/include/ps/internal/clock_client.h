@@ -65,8 +65,10 @@ class ClockClient {
   int64_t minimum() const { return minimum_.load(std::memory_order_acquire); }
 
   // Ends the current clock c and, under bsp / ssp:S, blocks until clock c+1 may begin
-  // (minimum >= c+1-S). Unavailable if this worker finished its clocks, if the
-  // scheduler is lost, or on shutdown; the clock is ended all the same.
+  // (minimum >= c+1-S). Unavailable if this worker finished its clocks (before or
+  // while it waits), if the scheduler is lost, or on shutdown; the clock is ended all
+  // the same. The client must outlive every call (Finalize destroys it: do not call
+  // Finalize while another thread is in EndClock).
   Status EndClock();
   // This worker ends no more clocks: the others stop waiting for it. Later EndClock
   // calls fail. Idempotent.
@@ -95,7 +97,7 @@ class ClockClient {
   std::map<int, Listener> listeners_;
   bool finished_ = false;
   std::string aborted_;  // why waits end, once the node stops
-  std::mutex end_mu_;    // one EndClock at a time
+  std::mutex end_mu_;    // serialises reporting ended clocks (not the waits)
   std::unique_ptr<SimpleApp> app_;  // last: destroyed first; null under asp
 };
 

@@ -106,6 +106,9 @@ class Customer {
   // is full. Called on the own thread itself, or after Close, runs fn at once on the
   // caller's thread (a push onto its own full queue would never return).
   void RunOnOwnThread(std::function<void()> fn);
+  // Waits until what is queued for the own thread (and what it is running) is done;
+  // false if that takes longer than `timeout`. At once without an own thread.
+  bool DrainOwnThread(std::chrono::milliseconds timeout);
 
   // For the Postoffice: a message for this customer (on the receive thread).
   void Accept(Message& msg);

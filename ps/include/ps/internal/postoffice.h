@@ -31,6 +31,7 @@
 #include <random>
 #include <shared_mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -70,7 +71,11 @@ class Postoffice {
   static Postoffice* Get();
 
   // Joins the job (first call) and, if do_barrier, waits until every node has.
-  // Later calls (one per extra customer) only run the barrier.
+  // Later calls (one per extra customer) only run the barrier, except on a worker
+  // whose first Start is still waiting for the job to form: there, as in ps-lite, a
+  // Start for another customer joins one more worker (an instance sharing this
+  // process's endpoints; PS_NUM_WORKER counts it), whose barriers and Finalize are
+  // that customer's.
   void Start(int customer_id, const char* argv0, bool do_barrier);
   // Leaves the job: barrier (if do_barrier), then on the last matching call runs the
   // exit callback, tells the scheduler this node leaves, and stops.
@@ -180,9 +185,22 @@ class Postoffice {
   void GiveUp(const std::string& why);
   void ReplyError(const Message& request, const Status& status);
   void StopRuntime();
-  // Stamps this node as the sender; Unavailable if the node gave up or the recipient
-  // is gone (an ACK may still go to a node that left).
+  // Finalize: lets the customers' own threads finish what reached them (bounded).
+  void DrainCustomers();
+  // Stamps this node as the sender (or keeps one of its instance ids); Unavailable if
+  // the node gave up or the recipient is gone (an ACK may still go to a node that left).
   Status PrepareSend(Message& msg);
+  // Worker instances (see Start). During the join: registers `customer_id` as a new
+  // instance, joined with the others; false if it has one already.
+  bool AddInstance(int customer_id);
+  // The node id of customer_id's instance, or my id when it has none or this
+  // process runs one worker.
+  int InstanceIdOf(int customer_id);
+  bool IsMyInstanceId(int id);
+  // Sends the join of every instance (the control loop's join timer).
+  void SendJoins();
+  // Delivers a SimpleApp message addressed to this node (through the control loop).
+  Status SendToSelf(const Message& msg, Channel channel);
 
   Config config_;
   std::unique_ptr<Van> van_;
@@ -203,10 +221,19 @@ class Postoffice {
   mutable std::mutex state_mu_;
   std::condition_variable state_cv_;
   std::atomic<bool> joined_{false};  // the node table is installed
+  std::atomic<bool> joining_{false};  // the first Start waits for the table
+  // Worker instances beyond the first: (customer id, node), the node's id set when the
+  // table comes. Guarded by instances_mu_; has_instances_ == !instances_.empty().
+  std::mutex instances_mu_;
+  std::vector<std::pair<int, Node>> instances_;
+  int first_customer_ = 0;
+  std::atomic<bool> has_instances_{false};
   Status join_error_;
   std::string fatal_error_;  // set by GiveUp
   std::atomic<bool> gave_up_{false};  // !fatal_error_.empty(), readable without the lock
-  std::map<std::pair<int, int>, uint64_t> barrier_releases_;  // per (group, customer)
+  // Per (group, customer, recipient node): a process with several worker instances
+  // gets one release per instance.
+  std::map<std::tuple<int, int, int>, uint64_t> barrier_releases_;
 
   // Liveness, as seen from this node.
   std::atomic<int64_t> scheduler_heard_ns_{0};  // steady clock, any message from it

@@ -55,6 +55,11 @@ struct Node {
   // Routing identity of the node's outgoing connections (see Van); random per process.
   std::string identity;
   State state = kJoining;
+  // Which worker of its process this is: a process that calls Start for several
+  // customers while the job forms runs one worker per customer (as in ps-lite), all
+  // sharing the process's endpoints and identity. 0 for every other node.
+  int instance = 0;
+  static constexpr int kMaxInstances = 1024;
   bool alive() const { return state == kJoining || state == kLive; }
   std::string DebugString() const;
 };

@@ -80,12 +80,14 @@ class Van {
   // queued. Re-connecting an id to other endpoints replaces those connections.
   // `with_identity` false connects without this node's routing identity (for answers
   // to strangers, whose endpoint may be a member's: a second connection with our
-  // identity would compete with the member's own connection from us).
+  // identity would compete with the member's own connection from us). A new id whose
+  // endpoints are another id's (workers of one process) shares that id's connection.
   virtual Status Connect(int node_id, const std::string& endpoint,
                          const std::string& control_endpoint, bool with_identity = true) = 0;
 
-  // Forgets `node_id`: its connection is closed and messages queued for it are
-  // discarded. Later sends to it fail with Unavailable. Idempotent.
+  // Forgets `node_id`: its connection is closed (unless another node id shares it)
+  // and messages queued for it are discarded. Later sends to it fail with
+  // Unavailable. Idempotent.
   virtual void Disconnect(int node_id) = 0;
 
   // Sends msg to msg.meta.recipient. Data frames of 4 KiB or more are sent without
