@@ -157,13 +157,28 @@ Status Config::FromEnvironment(Config* c, const Getenv& getenv) {
     if (cfg.transport != "tcp" && cfg.transport != "ipc") {
       return Status::InvalidArgument("PS_TRANSPORT='" + cfg.transport + "' is not tcp or ipc");
     }
-  } else if ((text = Lookup(getenv, "DMLC_LOCAL", nullptr)) && std::string(text) == "1") {
-    cfg.transport = "ipc";
+  } else if ((text = Lookup(getenv, "DMLC_LOCAL", nullptr)) && std::atoi(text) != 0) {
+    cfg.transport = "ipc";  // ps-lite: any non-zero number
+  }
+  if ((text = Lookup(getenv, "DMLC_PS_VAN_TYPE", nullptr)) && std::string(text) != "zmq") {
+    return Status::InvalidArgument("DMLC_PS_VAN_TYPE='" + std::string(text) +
+                                   "': HerdPS has one van, ZeroMQ over tcp or ipc "
+                                   "(PS_TRANSPORT); unset it or set it to zmq");
+  }
+  if ((text = Lookup(getenv, "DMLC_PS_WATER_MARK", nullptr))) {
+    if (!(s = ParseInt("DMLC_PS_WATER_MARK", text, 0, 1 << 30, &v)).ok()) return s;
+    cfg.send_high_water_mark = static_cast<int>(v);
   }
 
   if ((text = Lookup(getenv, "PS_INTERFACE", "DMLC_INTERFACE"))) cfg.interface = text;
+  in_addr numeric{};
   if ((text = Lookup(getenv, "PS_NODE_HOST", "DMLC_NODE_HOST"))) {
     cfg.node_host = text;
+  } else if (cfg.role == Node::kSchedulerRole &&
+             inet_pton(AF_INET, cfg.scheduler_host.c_str(), &numeric) == 1) {
+    // The address every node dials is the scheduler's to bind, as in ps-lite (an
+    // interface's address could be another one, where nobody connects).
+    cfg.node_host = cfg.scheduler_host;
   } else if (!cfg.interface.empty()) {
     cfg.node_host = AddressOfInterface(cfg.interface);
     if (cfg.node_host.empty()) {
@@ -176,11 +191,24 @@ Status Config::FromEnvironment(Config* c, const Getenv& getenv) {
     cfg.node_host = FirstExternalAddress();
     if (cfg.node_host.empty()) cfg.node_host = "127.0.0.1";
   }
+  if ((text = Lookup(getenv, "DMLC_USE_KUBERNETES", nullptr)) && std::atoi(text) != 0 &&
+      cfg.role == Node::kSchedulerRole) {
+    cfg.bind_host = "0.0.0.0";  // ps-lite: the scheduler listens on every address
+  }
   if (cfg.role == Node::kSchedulerRole) {
     cfg.node_port = cfg.scheduler_port;
-  } else if ((text = Lookup(getenv, "PS_PORT", "DMLC_NODE_PORT"))) {
-    if (!(s = ParseInt("PS_PORT", text, 0, 65535, &v)).ok()) return s;
-    cfg.node_port = static_cast<int>(v);
+  } else {
+    const char* name = "PS_PORT";
+    for (const char* candidate : {"PS_PORT", "DMLC_PORT", "PORT"}) {
+      if ((text = Lookup(getenv, candidate, nullptr))) {
+        name = candidate;
+        break;
+      }
+    }
+    if (text) {
+      if (!(s = ParseInt(name, text, 0, 65535, &v)).ok()) return s;
+      cfg.node_port = static_cast<int>(v);
+    }
   }
   if (cfg.role != Node::kSchedulerRole && (text = Lookup(getenv, "PS_CONTROL_PORT", nullptr))) {
     if (!(s = ParseInt("PS_CONTROL_PORT", text, 0, 65535, &v)).ok()) return s;
@@ -243,6 +271,10 @@ Status Config::FromEnvironment(Config* c, const Getenv& getenv) {
   if ((text = Lookup(getenv, "PS_DROP_RATE", nullptr))) {
     if (!(s = ParseDouble("PS_DROP_RATE", text, 0, 0.99, &d)).ok()) return s;
     cfg.drop_rate = d;
+  } else if ((text = Lookup(getenv, "PS_DROP_MSG", nullptr))) {
+    // ps-lite's name, in percent.
+    if (!(s = ParseInt("PS_DROP_MSG", text, 0, 99, &v)).ok()) return s;
+    cfg.drop_rate = static_cast<double>(v) / 100;
   }
   if ((text = Lookup(getenv, "PS_DROP_SEED", nullptr))) {
     if (!(s = ParseInt("PS_DROP_SEED", text, 0, INT64_MAX, &v)).ok()) return s;
@@ -269,5 +301,16 @@ Status Config::FromEnvironment(Config* c, const Getenv& getenv) {
   *c = cfg;
   return Status::OK();
 }
+
+const char* const Config::kNames[] = {
+    "PS_ROLE", "DMLC_ROLE", "PS_NUM_WORKER", "DMLC_NUM_WORKER", "PS_NUM_SERVER",
+    "DMLC_NUM_SERVER", "PS_SCHEDULER_URI", "DMLC_PS_ROOT_URI", "PS_SCHEDULER_PORT",
+    "DMLC_PS_ROOT_PORT", "PS_TRANSPORT", "DMLC_LOCAL", "DMLC_PS_VAN_TYPE",
+    "DMLC_PS_WATER_MARK", "PS_INTERFACE", "DMLC_INTERFACE", "PS_NODE_HOST", "DMLC_NODE_HOST",
+    "DMLC_USE_KUBERNETES", "PS_PORT", "DMLC_PORT", "PORT", "PS_CONTROL_PORT", "PS_RANK",
+    "PS_RING_VIRTUAL_NODES", "PS_SERVER_THREADS", "PS_START_TIMEOUT", "PS_MAX_MESSAGE_BYTES",
+    "PS_VERBOSE", "PS_TUNE_MALLOC", "PS_HEARTBEAT_INTERVAL", "PS_HEARTBEAT_TIMEOUT",
+    "PS_REQUEST_TIMEOUT", "PS_RESEND", "PS_RESEND_TIMEOUT", "PS_DROP_RATE", "PS_DROP_MSG",
+    "PS_DROP_SEED", "PS_CONSISTENCY", "PS_JOB_TOKEN", nullptr};
 
 }  // namespace ps

@@ -147,6 +147,8 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
       options.port = is_scheduler() ? 0 : config_.node_port;
       options.control_port = is_scheduler() ? config_.scheduler_port : config_.control_port;
       options.max_message_bytes = config_.max_message_bytes;
+      options.bind_host = config_.bind_host;
+      options.send_high_water_mark = config_.send_high_water_mark;
       options.identity = my_node_.identity;
       s = van_->Start(options, [this](Message&& msg, Channel channel) {
         OnMessage(std::move(msg), channel);
@@ -238,6 +240,8 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
       // Before the first barrier: the clock coordinator's pushes may follow at once.
       if (!is_scheduler()) clocks_ = std::make_unique<ClockClient>(consistency_, is_worker());
       LOG_IF(INFO, verbose()) << "joined as " << my_node_.DebugString();
+      // As ps-lite: apps (and the libraries they use) read the node's rank from here.
+      setenv("DMLC_RANK", std::to_string(my_node_.rank).c_str(), 1);
     }
   }
   if (do_barrier) Barrier(customer_id, kScheduler + kServerGroup + kWorkerGroup);

@@ -77,7 +77,8 @@ ZmqVan::~ZmqVan() { Stop(); }
 
 Status ZmqVan::Bind(Receiver* receiver, int wanted_port) {
   if (options_.transport == "tcp") {
-    std::string addr = "tcp://" + options_.host + ":" +
+    const std::string& host = options_.bind_host.empty() ? options_.host : options_.bind_host;
+    std::string addr = "tcp://" + host + ":" +
                        (wanted_port ? std::to_string(wanted_port) : std::string("*"));
     if (zmq_bind(receiver->socket, addr.c_str()) != 0) {
       return Status::Unavailable("cannot bind " + addr + ": " + ZmqError());
@@ -85,8 +86,10 @@ Status ZmqVan::Bind(Receiver* receiver, int wanted_port) {
     char last[256];
     size_t len = sizeof(last);
     zmq_getsockopt(receiver->socket, ZMQ_LAST_ENDPOINT, last, &len);
-    receiver->endpoint = last;
-    receiver->port = std::atoi(receiver->endpoint.substr(receiver->endpoint.rfind(':') + 1).c_str());
+    std::string bound = last;
+    receiver->port = std::atoi(bound.substr(bound.rfind(':') + 1).c_str());
+    // Peers reach it at the advertised host, also when it is bound to another one.
+    receiver->endpoint = EndpointFor("tcp", options_.host, receiver->port);
     return Status::OK();
   }
   if (options_.transport == "ipc") {
@@ -171,6 +174,10 @@ void* ZmqVan::NewPeerSocket(const std::string& endpoint, bool with_identity, Sta
   }
   int linger = kLingerMs;
   zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof(linger));
+  if (options_.send_high_water_mark > 0) {
+    zmq_setsockopt(socket, ZMQ_SNDHWM, &options_.send_high_water_mark,
+                   sizeof(options_.send_high_water_mark));
+  }
   if (with_identity && !options_.identity.empty()) {
     zmq_setsockopt(socket, ZMQ_ROUTING_ID, options_.identity.data(), options_.identity.size());
   }

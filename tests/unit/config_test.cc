@@ -172,6 +172,96 @@ TEST(Config, PsNameWinsOverItsDmlcAlias) {
   EXPECT_EQ(c.transport, "tcp");
 }
 
+TEST(Config, PsLitePortVariablesSetTheNodePortPsPortFirst) {
+  Env env = RequiredEnv();
+  env["PORT"] = "7001";
+  Config c;
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_EQ(c.node_port, 7001);
+  env["DMLC_PORT"] = "7002";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_EQ(c.node_port, 7002);
+  env["PS_PORT"] = "7003";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_EQ(c.node_port, 7003);
+  env.erase("PS_PORT");
+  env["DMLC_PORT"] = "http";
+  Status bad = Load(env, &c);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_TRUE(Contains(bad, "DMLC_PORT")) << bad;
+}
+
+TEST(Config, DmlcLocalAnyNonZeroNumberMeansIpc) {
+  for (const char* value : {"1", "2", "-1"}) {
+    Env env = RequiredEnv();
+    env["DMLC_LOCAL"] = value;
+    Config c;
+    ASSERT_TRUE(Load(env, &c).ok());
+    EXPECT_EQ(c.transport, "ipc") << value;
+  }
+  Env env = RequiredEnv();
+  env["DMLC_LOCAL"] = "0";
+  Config c;
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_EQ(c.transport, "tcp");
+}
+
+TEST(Config, AVanTypeOtherThanZmqIsRefusedSayingWhatHerdpsHas) {
+  Env env = RequiredEnv();
+  env["DMLC_PS_VAN_TYPE"] = "zmq";
+  Config c;
+  EXPECT_TRUE(Load(env, &c).ok());
+  env["DMLC_PS_VAN_TYPE"] = "ibverbs";
+  Status s = Load(env, &c);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_TRUE(Contains(s, "DMLC_PS_VAN_TYPE='ibverbs'")) << s;
+  EXPECT_TRUE(Contains(s, "ZeroMQ")) << s;
+}
+
+TEST(Config, PsLiteDropMsgIsAPercentOfPsDropRate) {
+  Env env = RequiredEnv();
+  env["PS_RESEND"] = "1";
+  env["PS_DROP_MSG"] = "5";
+  Config c;
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_DOUBLE_EQ(c.drop_rate, 0.05);
+  env["PS_DROP_RATE"] = "0.2";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_DOUBLE_EQ(c.drop_rate, 0.2) << "PS_DROP_RATE wins";
+  env.erase("PS_DROP_RATE");
+  env["PS_DROP_MSG"] = "100";
+  EXPECT_FALSE(Load(env, &c).ok());
+}
+
+TEST(Config, WaterMarkAndKubernetesAreHonouredAsInPsLite) {
+  Env env = RequiredEnv();
+  env["DMLC_PS_WATER_MARK"] = "50";
+  env["DMLC_USE_KUBERNETES"] = "1";
+  Config c;
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_EQ(c.send_high_water_mark, 50);
+  EXPECT_EQ(c.bind_host, "") << "only the scheduler binds every address";
+  env["PS_ROLE"] = "scheduler";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_EQ(c.bind_host, "0.0.0.0");
+}
+
+TEST(Config, TheSchedulerBindsANumericRootUriWhateverTheInterface) {
+  Env env = RequiredEnv();
+  env["PS_ROLE"] = "scheduler";
+  env["DMLC_INTERFACE"] = "lo";
+  env["PS_SCHEDULER_URI"] = "127.0.0.1";
+  Config c;
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_EQ(c.node_host, "127.0.0.1");
+  env["PS_SCHEDULER_URI"] = "127.0.0.5";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_EQ(c.node_host, "127.0.0.5") << "not lo's 127.0.0.1";
+  env["PS_NODE_HOST"] = "127.0.0.9";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_EQ(c.node_host, "127.0.0.9") << "PS_NODE_HOST wins";
+}
+
 TEST(Config, TransportMustBeTcpOrIpc) {
   for (const char* ok : {"tcp", "ipc"}) {
     Env env = RequiredEnv();

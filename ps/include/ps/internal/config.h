@@ -19,9 +19,16 @@ struct Config {
   int num_servers = 0;                  // PS_NUM_SERVER
   std::string scheduler_host;           // PS_SCHEDULER_URI
   int scheduler_port = 0;               // PS_SCHEDULER_PORT
-  std::string node_host;                // PS_NODE_HOST, else PS_INTERFACE's address
+  // PS_NODE_HOST, else on the scheduler PS_SCHEDULER_URI when it is a numeric IPv4
+  // address (as ps-lite binds the root URI), else PS_INTERFACE's address.
+  std::string node_host;
+  // Where the scheduler binds instead of node_host: 0.0.0.0 with ps-lite's
+  // DMLC_USE_KUBERNETES (non-zero); empty otherwise.
+  std::string bind_host;
+  int send_high_water_mark = 0;         // DMLC_PS_WATER_MARK: ZeroMQ's SNDHWM; 0: its default
   std::string interface;                // PS_INTERFACE
-  int node_port = 0;                    // PS_PORT: 0 picks a free one (not the scheduler)
+  // PS_PORT, else ps-lite's DMLC_PORT or PORT: 0 picks a free one (not the scheduler).
+  int node_port = 0;
   int control_port = 0;                 // PS_CONTROL_PORT: the same, for the control channel
   std::string transport = "tcp";        // PS_TRANSPORT: tcp | ipc
   int rank_hint = -1;                   // PS_RANK: the launcher's label for this node
@@ -58,14 +65,20 @@ struct Config {
   ConsistencyModel consistency;
   bool consistency_set = false;  // PS_CONSISTENCY was given
 
-  // Fills `config` from `getenv`. Each PS_* name also accepts its ps-lite DMLC_*
-  // alias (DMLC_ROLE, DMLC_NUM_WORKER, DMLC_NUM_SERVER, DMLC_PS_ROOT_URI,
-  // DMLC_PS_ROOT_PORT, DMLC_NODE_HOST, DMLC_INTERFACE, DMLC_NODE_PORT, DMLC_LOCAL=1 for
-  // ipc); the PS_ name wins when both are set. Returns InvalidArgument naming the variable and
-  // the accepted values when one is missing or malformed.
+  // Fills `config` from `getenv`. Each PS_* name also accepts its ps-lite alias
+  // (DMLC_ROLE, DMLC_NUM_WORKER, DMLC_NUM_SERVER, DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT,
+  // DMLC_NODE_HOST, DMLC_INTERFACE, DMLC_PORT and PORT, DMLC_LOCAL non-zero for ipc,
+  // PS_DROP_MSG in percent); the PS_ name wins when both are set. ps-lite's other
+  // variables are honoured (DMLC_PS_WATER_MARK, DMLC_USE_KUBERNETES) or refused
+  // (DMLC_PS_VAN_TYPE other than zmq). kNames lists every name read. Returns
+  // InvalidArgument naming the variable and the accepted values when one is missing or
+  // malformed.
   static Status FromEnvironment(Config* config,
                                 const std::function<const char*(const char*)>& getenv);
   static Status FromEnvironment(Config* config);
+
+  // Every environment variable FromEnvironment reads (docs list the same).
+  static const char* const kNames[];
 };
 
 // Seconds as people write them in the environment: "10", "0.5" (not "10.000000").

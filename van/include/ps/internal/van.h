@@ -27,6 +27,8 @@ enum class Channel { kData = 0, kControl = 1 };
 struct VanOptions {
   std::string transport = "tcp";  // "tcp" or "ipc"
   std::string host = "127.0.0.1";  // address to bind and advertise (tcp)
+  std::string bind_host;           // bind here instead of `host` (e.g. 0.0.0.0); tcp only
+  int send_high_water_mark = 0;    // messages queued per outgoing connection; 0: ZeroMQ's
   int port = 0;                    // data channel; 0: pick a free port
   int control_port = 0;            // control channel; 0: pick a free port
   // Largest message accepted from the network; bigger ones are refused by the
