@@ -291,6 +291,17 @@ Status Config::FromEnvironment(Config* c, const Getenv& getenv) {
     }
     cfg.consistency_set = true;
   }
+  if ((text = Lookup(getenv, "PS_KEY_PLACEMENT", nullptr))) {
+    std::string placement = text;
+    if (placement != "ring" && placement != "range") {
+      return Status::InvalidArgument("PS_KEY_PLACEMENT='" + placement +
+                                     "' is not ring (consistent hashing) or range (ps-lite's "
+                                     "equal key ranges)");
+    }
+    cfg.key_placement =
+        placement == "range" ? ConsistentHashRing::kRanges : ConsistentHashRing::kRing;
+    cfg.key_placement_set = true;
+  }
   if ((text = Lookup(getenv, "PS_JOB_TOKEN", nullptr))) {
     cfg.job_token = text;
     if (cfg.job_token.size() > 1024) {
@@ -311,6 +322,6 @@ const char* const Config::kNames[] = {
     "PS_RING_VIRTUAL_NODES", "PS_SERVER_THREADS", "PS_START_TIMEOUT", "PS_MAX_MESSAGE_BYTES",
     "PS_VERBOSE", "PS_TUNE_MALLOC", "PS_HEARTBEAT_INTERVAL", "PS_HEARTBEAT_TIMEOUT",
     "PS_REQUEST_TIMEOUT", "PS_RESEND", "PS_RESEND_TIMEOUT", "PS_DROP_RATE", "PS_DROP_MSG",
-    "PS_DROP_SEED", "PS_CONSISTENCY", "PS_JOB_TOKEN", nullptr};
+    "PS_DROP_SEED", "PS_CONSISTENCY", "PS_KEY_PLACEMENT", "PS_JOB_TOKEN", nullptr};
 
 }  // namespace ps

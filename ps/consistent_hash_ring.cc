@@ -32,7 +32,28 @@ ConsistentHashRing::ConsistentHashRing(const std::vector<int>& server_ranks, int
   std::sort(points_.begin(), points_.end());
 }
 
+ConsistentHashRing ConsistentHashRing::Ranges(int num_servers) {
+  ConsistentHashRing ranges;
+  ranges.placement_ = kRanges;
+  for (int i = 0; i < num_servers; ++i) ranges.servers_.push_back(i);
+  return ranges;
+}
+
+ConsistentHashRing ConsistentHashRing::Make(Placement placement,
+                                            const std::vector<int>& server_ranks,
+                                            int virtual_nodes) {
+  if (placement != kRanges) return ConsistentHashRing(server_ranks, virtual_nodes);
+  // Ranges cover ranks 0..max: every rank of the job owns its range.
+  int count = 0;
+  for (int rank : server_ranks) count = std::max(count, rank + 1);
+  return Ranges(count);
+}
+
 int ConsistentHashRing::ServerOf(Key key) const {
+  if (placement_ == kRanges) {
+    Key width = kMaxKey / static_cast<Key>(servers_.size());
+    return static_cast<int>(std::min<Key>(key / width, servers_.size() - 1));
+  }
   uint64_t h = HashKey(key);
   auto it = std::lower_bound(points_.begin(), points_.end(), std::make_pair(h, -1));
   if (it == points_.end()) it = points_.begin();

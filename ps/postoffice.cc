@@ -105,6 +105,10 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
         barrier_releases_.clear();
       }
       membership_.Reset();
+      {
+        std::lock_guard<std::mutex> ranges_lock(key_ranges_mu_);
+        key_ranges_.clear();
+      }
       finalizing_ = false;
       process_incarnation_ = RandomU64();
       for (int c = 0; c < 2; ++c) {
@@ -135,6 +139,7 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
         my_node_.id = kScheduler;
         my_node_.rank = 0;
         consistency_ = config_.consistency;
+        key_placement_ = config_.key_placement;
         scheduler_ = std::make_unique<SchedulerRole>(this, config_, my_node_);
         plugin_seat_ = std::make_unique<PluginSeat>(this);
       }
@@ -245,6 +250,26 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
     }
   }
   if (do_barrier) Barrier(customer_id, kScheduler + kServerGroup + kWorkerGroup);
+}
+
+const std::vector<Range>& Postoffice::GetServerKeyRanges() {
+  std::lock_guard<std::mutex> lock(key_ranges_mu_);
+  if (key_ranges_.empty() && num_servers() > 0) {
+    Key width = kMaxKey / static_cast<Key>(num_servers());
+    for (int i = 0; i < num_servers(); ++i) {
+      Key end = i + 1 == num_servers() ? kMaxKey : width * (i + 1);
+      key_ranges_.emplace_back(width * i, end);
+    }
+  }
+  return key_ranges_;
+}
+
+std::vector<int> Postoffice::GetDeadNodes(int /*t*/) {
+  std::vector<int> dead;
+  for (const Node& n : membership_.Get()->nodes) {
+    if (n.state == Node::kDead) dead.push_back(n.id);
+  }
+  return dead;
 }
 
 void Postoffice::SendJoins() {

@@ -128,6 +128,17 @@ void Postoffice::HandleJoinReply(const Message& msg) {
                  << ": the scheduler's model holds";
   }
   consistency_ = model;
+  if (msg.meta.control.key_placement != ConsistentHashRing::kRing &&
+      msg.meta.control.key_placement != ConsistentHashRing::kRanges) {
+    LOG_IF(WARNING, forged_log_.ShouldLog()) << "node table with an unknown key placement ignored";
+    return;
+  }
+  key_placement_ = static_cast<ConsistentHashRing::Placement>(msg.meta.control.key_placement);
+  if (config_.key_placement_set && key_placement_ != config_.key_placement) {
+    LOG(WARNING) << "PS_KEY_PLACEMENT on this node differs from the job's scheduler: the "
+                    "scheduler's holds ("
+                 << (key_placement_ == ConsistentHashRing::kRanges ? "range" : "ring") << ")";
+  }
   MembershipView view;
   view.version = msg.meta.control.membership_version;
   view.nodes = msg.meta.control.nodes;
@@ -135,7 +146,7 @@ void Postoffice::HandleJoinReply(const Message& msg) {
   for (const Node& n : view.nodes) {
     if (n.role == Node::kServerRole) servers.push_back(n.rank);
   }
-  view.ring = ConsistentHashRing(servers, config_.ring_virtual_nodes);
+  view.ring = ConsistentHashRing::Make(key_placement_, servers, config_.ring_virtual_nodes);
   my_node_.id = my_id;
   InstallMembership(std::move(view));
   scheduler_heard_ns_.store(NowNs());

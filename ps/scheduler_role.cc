@@ -199,7 +199,7 @@ void SchedulerRole::AssignAndBroadcast() {
   for (const Node& n : joining_) view.nodes.push_back(n);
   std::sort(view.nodes.begin(), view.nodes.end(),
             [](const Node& a, const Node& b) { return a.id < b.id; });
-  view.ring = ConsistentHashRing(servers, config_.ring_virtual_nodes);
+  view.ring = ConsistentHashRing::Make(config_.key_placement, servers, config_.ring_virtual_nodes);
   view_ = view;
   postoffice_->InstallMembership(std::move(view));
   // Joined before the tables leave: the first barrier request may follow at once.
@@ -222,6 +222,7 @@ void SchedulerRole::SendTable(const Node& node) {
   // The job's consistency model comes with the table, so no node can disagree.
   reply.meta.control.consistency = static_cast<int>(config_.consistency.kind);
   reply.meta.control.staleness = config_.consistency.staleness;
+  reply.meta.control.key_placement = static_cast<int>(config_.key_placement);
   reply.meta.recipient = node.id;
   Status s = postoffice_->SendControl(reply);
   LOG_IF(WARNING, !s.ok()) << "cannot send the node table to " << node.DebugString() << ": "

@@ -8,20 +8,42 @@ namespace ps {
 
 SimpleApp::SimpleApp(int app_id, int customer_id)
     : created_(std::chrono::steady_clock::now()) {
-  if (!Postoffice::Get()->started()) {
-    throw Error("SimpleApp(" + std::to_string(app_id) + ", " + std::to_string(customer_id) +
-                ") created before ps::Start");
-  }
   request_handle_ = [](const SimpleData& req, SimpleApp* app) { app->Response(req); };
   response_handle_ = [](const SimpleData&, SimpleApp*) {};
-  customer_ = std::make_unique<Customer>(app_id, customer_id,
-                                         [this](Message& msg) { Process(msg); },
-                                         /*open_now=*/false);
+  owned_ = std::make_unique<Customer>(app_id, customer_id,
+                                      [this](Message& msg) { Process(msg); },
+                                      /*open_now=*/false);
+  customer_ = owned_.get();
   customer_->set_abort_handle([this](int ts, uint64_t id, const Status& s) { Abort(ts, id, s); });
   customer_->Open();
 }
 
-SimpleApp::~SimpleApp() { customer_->Close(); }
+SimpleApp::SimpleApp() : created_(std::chrono::steady_clock::now()) {
+  request_handle_ = [](const SimpleData& req, SimpleApp* app) { app->Response(req); };
+  response_handle_ = [](const SimpleData&, SimpleApp*) {};
+}
+
+void SimpleApp::AttachCustomer(Customer* customer) {
+  customer_ = customer;
+  created_ = std::chrono::steady_clock::now();
+}
+
+void SimpleApp::Deliver(Message& msg) {
+  customer_->RunOnOwnThread([this, m = std::move(msg)]() mutable { Process(m); });
+}
+
+bool SimpleApp::AbortIfMine(int timestamp, uint64_t request_id, const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pending_.erase(request_id) == 0) return false;
+  }
+  customer_->FinishRequest(timestamp, status);
+  return true;
+}
+
+SimpleApp::~SimpleApp() {
+  if (owned_) owned_->Close();
+}
 
 void SimpleApp::set_request_handle(const Handle& request_handle) {
   if (!request_handle) throw Error("SimpleApp::set_request_handle: empty handle");

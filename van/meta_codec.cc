@@ -106,6 +106,7 @@ Status EncodeMeta(const Message& msg, std::string* out) {
     c->set_msg_sig(m.control.msg_sig);
     c->set_consistency(m.control.consistency);
     c->set_staleness(m.control.staleness);
+    c->set_key_placement(m.control.key_placement);
     if (!m.control.token.empty()) c->set_token(m.control.token);
     c->set_membership_version(m.control.membership_version);
   }
@@ -199,6 +200,7 @@ Status DecodeMeta(const void* bytes, size_t size, const std::vector<size_t>& fra
     meta->control.msg_sig = c.msg_sig();
     meta->control.consistency = c.consistency();
     meta->control.staleness = c.staleness();
+    meta->control.key_placement = c.key_placement();
     if (c.token().size() > kMaxTokenBytes) {
       return Status::InvalidArgument("join token of " + std::to_string(c.token().size()) +
                                      " bytes is over the limit");

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "dataset.h"
+#include "early_stop.h"
 #include "ps/optimizer_server.h"
 #include "ps/ps.h"
 #include "trainer.h"
@@ -33,8 +34,11 @@ int main(int argc, char* argv[]) {
     linear::ApplyConsistencyFlag();
     ps::Start(0, argv[0]);
     try {
-      // Needs the job's size, known only now; every node checks, so all stop alike.
+      // Needs the job's size and model, known only now; every node checks, so all stop
+      // alike.
       linear::StragglerOptionsFromFlags(ps::NumWorkers());
+      linear::CheckSyncAggregation(ps::Postoffice::Get()->consistency());
+      linear::CheckEarlyStopRank(linear::EarlyStopFromFlags(), ps::NumWorkers());
     } catch (const std::invalid_argument& e) {
       std::fprintf(stderr, "linear: %s\n", e.what());
       std::fflush(stderr);
@@ -43,11 +47,12 @@ int main(int argc, char* argv[]) {
     std::unique_ptr<ps::OptimizerServer> server;
     if (ps::IsServer()) server = std::make_unique<ps::OptimizerServer>(0, server_options);
     int rc = 0;
+    bool leave = false;  // a worker stopped early by --stop_after_epoch leaves at once
     if (ps::IsWorker()) {
       linear::TrainingData data = linear::LoadTrainingData(ps::MyRank(), ps::NumWorkers());
-      rc = linear::RunWorker(data);
+      rc = linear::RunWorker(data, &leave);
     }
-    ps::Finalize(0, true);
+    ps::Finalize(0, /*do_barrier=*/!leave);
     return rc;
   } catch (const std::exception& e) {
     // Bad data or a failed request: say so and stop this node at once; the launcher

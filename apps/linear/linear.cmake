@@ -17,10 +17,11 @@ add_library(herdps_linear_data STATIC
   ${LINEAR_DIR}/logistic.cc)
 target_include_directories(herdps_linear_data PUBLIC ${LINEAR_DIR})
 
-# The app's training side (flags, loader, worker loop, clocks and stragglers), shared by the app and by the
+# The app's training side (flags, loader, worker loop, clocks, stragglers, example orders), shared by the app and by the
 # reference test that checks it.
 add_library(herdps_linear_training STATIC ${LINEAR_DIR}/trainer.cc
-  ${LINEAR_DIR}/training_options.cc ${LINEAR_DIR}/clock_pacer.cc ${LINEAR_DIR}/straggler.cc)
+  ${LINEAR_DIR}/training_options.cc ${LINEAR_DIR}/clock_pacer.cc ${LINEAR_DIR}/straggler.cc
+  ${LINEAR_DIR}/step_order.cc ${LINEAR_DIR}/early_stop.cc)
 target_include_directories(herdps_linear_training PUBLIC ${LINEAR_DIR})
 target_link_libraries(herdps_linear_training PUBLIC herdps_linear_data HerdPS::ps gflags)
 target_compile_definitions(herdps_linear_training PRIVATE

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "ps/base.h"
 #include "ps/order_client.h"
 #include "ps/sarray.h"
 
@@ -81,8 +82,8 @@ class StepOrder {
   void Check(const ps::Status& s, const char* what) const;
 
   const int slots_;
-  bool gradients_ = false;      // idgrab and cdgrab balance gradients; rr and fixed count
-  std::vector<float> dense_;    // all zeros between reports
+  bool gradients_ = false;    // idgrab and cdgrab balance gradients; rr and fixed count
+  std::vector<float> dense_;  // all zeros between reports
   std::unique_ptr<ps::OrderClient> client_;  // null for `none`
   int changes_ = 0;
   bool finished_ = false;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <stdexcept>
@@ -11,6 +12,7 @@
 #include "clock_pacer.h"
 #include "csv_reader.h"
 #include "data_error.h"
+#include "early_stop.h"
 #include "libsvm_reader.h"
 #include "logistic.h"
 #include "metrics.h"
@@ -18,6 +20,7 @@
 #include "ps/ps.h"
 #include "split.h"
 #include "standardizer.h"
+#include "step_order.h"
 #include "training_options.h"
 
 namespace linear {
@@ -94,9 +97,10 @@ void SaveModel(ps::KVWorker<float>* kv, const TrainingData& data, const std::str
   if (std::fclose(f) != 0) throw std::runtime_error("cannot write the model to " + path);
 }
 
-// One step: pull the weights of the batch's features, push the batch's mean gradient.
+// One step: pull the weights of the batch's features, push the batch's mean gradient,
+// which stays in *keys and *g (the features' keys, sorted, then the bias).
 void Step(ps::KVWorker<float>* kv, const TrainingData& data, const size_t* rows, size_t n,
-          std::vector<int64_t>* position) {
+          std::vector<int64_t>* position, ps::SArray<ps::Key>* keys_out, ps::SArray<float>* g_out) {
   const Dataset& d = data.train;
   // The batch's feature keys, sorted, then the bias.
   std::vector<uint64_t> touched;
@@ -131,6 +135,8 @@ void Step(ps::KVWorker<float>* kv, const TrainingData& data, const size_t* rows,
   for (uint64_t f : touched) (*position)[f] = -1;
   ps::Status s = kv->Wait(kv->ZPush(keys, g));
   if (!s.ok()) throw std::runtime_error("push failed: " + s.ToString());
+  *keys_out = keys;
+  *g_out = g;
 }
 
 // One line per worker at the end: its examples per second after the first epoch (the
@@ -151,6 +157,22 @@ void PrintThroughput(int rank, size_t local, Clock::time_point start, Clock::tim
       std::chrono::duration<double>(end - start).count(), consistency.c_str(),
       static_cast<long long>(pacer.clocks()), pacer.straggler().slowed_clocks(),
       pacer.straggler().delayed_seconds());
+  std::fflush(stdout);
+}
+
+// With --order other than none, one more line per worker: how often its order changed,
+// and the time per step of its training (steps, clocks and the order's end-of-epoch
+// exchange; not the evaluation and its barriers) after the warm-up epoch.
+// tracker/orders reads it; keep the wording.
+void PrintOrderSummary(int rank, const StepOrder& order, const std::string& name, int epochs,
+                       double step_seconds, int64_t steps) {
+  std::printf(
+      "worker %d: order %s, %d slots, changed after %d of %d epochs, %.3f ms per step "
+      "(%lld steps in %.3f s, %s)\n",
+      rank, name.c_str(), order.slots(), order.changes(), epochs - 1,
+      steps > 0 ? 1e3 * step_seconds / static_cast<double>(steps) : 0.0,
+      static_cast<long long>(steps), step_seconds,
+      epochs > 1 ? "after the warm-up epoch" : "no warm-up excluded: 1 epoch");
   std::fflush(stdout);
 }
 
@@ -176,7 +198,8 @@ TrainingData LoadTrainingData(int rank, int num_workers) {
   return data;
 }
 
-int RunWorker(const TrainingData& data) {
+int RunWorker(const TrainingData& data, bool* leave) {
+  *leave = false;
   ps::KVWorker<float> kv(0, 0);
   const int rank = ps::MyRank();
   const int workers = ps::NumWorkers();
@@ -209,6 +232,16 @@ int RunWorker(const TrainingData& data) {
   // would sit in the epoch's barrier while the others wait in Clock() for it.
   const size_t most_rows = (data.train.rows() + workers - 1) / workers;
   const size_t steps = FLAGS_batch_size == 0 ? 1 : (most_rows + batch - 1) / batch;
+  // The same slots on every worker, so cdgrab's plugin sees the same n everywhere; a
+  // slot past this worker's block is an empty step (a zero gradient for the order).
+  const OrderChoice order_choice = OrderChoiceFromFlags();
+  StepOrder order(order_choice, static_cast<int>(steps), static_cast<int>(data.num_features + 1),
+                  OrderSeedFromFlags(), FLAGS_order_projection);
+  const EarlyStop stop = EarlyStopFromFlags();
+  ps::SArray<ps::Key> step_keys;
+  ps::SArray<float> step_grad;
+  double step_seconds = 0;  // training time after the warm-up epoch (PrintOrderSummary)
+  int64_t timed_steps = 0;
   auto start = Clock::now();
   auto warm = start;  // the end of the warm-up epoch
   Evaluation last;
@@ -216,23 +249,47 @@ int RunWorker(const TrainingData& data) {
     auto epoch_start = Clock::now();
     if (epoch == 2) warm = epoch_start;
     auto next_report = epoch_start + std::chrono::seconds(2);
+    if (lead && !order.none()) {
+      std::printf("epoch %d order: slots %s ... (fingerprint %016llx)\n", epoch,
+                  order.Head(8).c_str(), static_cast<unsigned long long>(order.Fingerprint()));
+      std::fflush(stdout);
+    }
     pacer.StartEpoch();
-    for (size_t step = 0; step < steps; ++step) {
-      const size_t at = step * batch;
+    for (size_t pos = 0; pos < steps; ++pos) {
+      if (stop.KillsAt(rank, epoch, static_cast<int>(pos), static_cast<int>(steps))) {
+        std::printf("worker %d stops after %d epochs (kill)\n", rank, stop.epoch);
+        std::fflush(stdout);
+        std::raise(SIGKILL);
+      }
+      const size_t at = static_cast<size_t>(order.slot(static_cast<int>(pos))) * batch;
       if (at < local) {
-        Step(&kv, data, data.my_rows.data() + at, std::min(batch, local - at), &position);
+        Step(&kv, data, data.my_rows.data() + at, std::min(batch, local - at), &position,
+             &step_keys, &step_grad);
+        order.Report(static_cast<int>(pos), step_keys, step_grad);
+      } else {
+        order.ReportEmpty(static_cast<int>(pos));
       }
       pacer.AfterStep();
       if (lead && Clock::now() >= next_report) {  // progress inside long epochs
         std::printf("epoch %d: %3.0f%% of local data\n", epoch,
-                    100.0 * std::min(at + batch, local) / local);
+                    100.0 * std::min((pos + 1) * batch, local) / local);
         std::fflush(stdout);
         next_report = Clock::now() + std::chrono::seconds(2);
       }
     }
     pacer.AfterEpoch();
-    // The closing barrier must not wait for a worker that waits in Clock().
-    if (epoch == FLAGS_epochs) pacer.Finish();
+    // The closing barrier must not wait for a worker that waits in Clock(), nor the
+    // plugin for a worker that runs no more epochs.
+    if (epoch == FLAGS_epochs) {
+      pacer.Finish();
+      order.Finish();
+    } else {
+      order.NextEpoch();
+    }
+    if (epoch > 1 || FLAGS_epochs == 1) {
+      step_seconds += std::chrono::duration<double>(Clock::now() - epoch_start).count();
+      timed_steps += static_cast<int64_t>(steps);
+    }
     bool evaluate = epoch % FLAGS_eval_every == 0 || epoch == FLAGS_epochs;
     if (!evaluate) continue;
     // Evaluate the model all workers reached at the end of this epoch.
@@ -253,6 +310,14 @@ int RunWorker(const TrainingData& data) {
       }
     }
     ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
+    if (stop.LeavesAfter(rank, epoch)) {
+      std::printf("worker %d stops after %d epochs (leave)\n", rank, epoch);
+      std::fflush(stdout);
+      pacer.Finish();
+      order.Finish();
+      *leave = true;
+      return 0;
+    }
   }
   auto end = Clock::now();
   if (lead) {
@@ -266,6 +331,9 @@ int RunWorker(const TrainingData& data) {
   }
   if (metrics) std::fclose(metrics);
   PrintThroughput(rank, local, start, warm, end, consistency, pacer);
+  if (!order.none()) {
+    PrintOrderSummary(rank, order, order_choice.name(), FLAGS_epochs, step_seconds, timed_steps);
+  }
   return 0;
 }
 

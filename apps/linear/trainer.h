@@ -25,8 +25,10 @@ struct TrainingData {
 TrainingData LoadTrainingData(int rank, int num_workers);
 
 // Trains for --epochs; worker 0 evaluates, prints progress and writes the metrics
-// and the model. Returns the process exit code.
-int RunWorker(const TrainingData& data);
+// and the model. Returns the process exit code. *leave becomes true when this worker
+// stopped early (--stop_after_epoch): it must then leave the job without the closing
+// barrier, which the others reach only later.
+int RunWorker(const TrainingData& data, bool* leave);
 
 }  // namespace linear
 

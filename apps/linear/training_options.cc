@@ -3,8 +3,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "ps/consistency.h"
+#include "early_stop.h"
 #include "ps/environment.h"
+#include "step_order.h"
 
 #ifndef HERDPS_LINEAR_DEFAULT_DATA
 #define HERDPS_LINEAR_DEFAULT_DATA "apps/linear/data/hmda.csv"
@@ -55,6 +56,9 @@ DEFINE_double(straggler_factor, 0,
               "a slowed clock takes this many times its work (sleeps (F-1) x the measured time "
               "of its steps), >= 1; 0: use --straggler_delay_ms");
 DEFINE_double(straggler_delay_ms, 0, "a slowed clock sleeps this many milliseconds");
+DEFINE_bool(sync_aggregation, false,
+            "servers apply one optimizer step per clock with the mean of that clock's pushes "
+            "(synchronous SGD; needs the job to run bsp); docs/optimizers.md");
 
 namespace linear {
 
@@ -81,6 +85,7 @@ ps::OptimizerServerOptions ServerOptionsFromFlags() {
   o.init.seed = FLAGS_seed;
   if (FLAGS_server_threads < 0) throw std::invalid_argument("--server_threads must be >= 0");
   o.threads = FLAGS_server_threads;
+  o.sync_aggregation = FLAGS_sync_aggregation;
   return o;
 }
 
@@ -138,6 +143,8 @@ void ValidateTrainingFlags() {
         "--straggler_factor / --straggler_delay_ms need --straggler RANK or "
         "--straggler_prob P (who is slowed)");
   }
+  ValidateOrderFlags();
+  EarlyStopFromFlags();
 }
 
 ClockEvery ClockEveryFromFlags() {
@@ -157,6 +164,15 @@ StragglerOptions StragglerOptionsFromFlags(int num_workers) {
   o.delay_ms = FLAGS_straggler_delay_ms;
   o.seed = FLAGS_seed;
   return o;
+}
+
+void CheckSyncAggregation(const ps::ConsistencyModel& job_model) {
+  if (FLAGS_sync_aggregation && job_model.kind != ps::ConsistencyModel::kBsp) {
+    throw std::invalid_argument(
+        "--sync_aggregation needs the job to run bsp (--consistency bsp or tracker/launch "
+        "--consistency bsp); it runs " +
+        job_model.ToString());
+  }
 }
 
 void ApplyConsistencyFlag() {

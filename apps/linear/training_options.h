@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "ps/consistency.h"
 #include "ps/optimizer_server.h"
 #include "straggler.h"
 
@@ -42,6 +43,7 @@ DECLARE_int32(straggler);
 DECLARE_double(straggler_prob);
 DECLARE_double(straggler_factor);
 DECLARE_double(straggler_delay_ms);
+DECLARE_bool(sync_aggregation);
 
 namespace linear {
 
@@ -60,6 +62,10 @@ ClockEvery ClockEveryFromFlags();
 // The straggler flags; valid once ValidateTrainingFlags passed. Throws
 // std::invalid_argument when --straggler names no worker of a job of `num_workers`.
 StragglerOptions StragglerOptionsFromFlags(int num_workers);
+
+// Throws std::invalid_argument when --sync_aggregation is set and the job's model (known
+// once the node has joined) is not bsp.
+void CheckSyncAggregation(const ps::ConsistencyModel& job_model);
 
 // --consistency, if given, becomes this process's PS_CONSISTENCY (before ps::Start).
 void ApplyConsistencyFlag();

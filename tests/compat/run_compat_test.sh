@@ -45,5 +45,14 @@ out=$(run "${launch[@]}" -n 4 -s 1 --workers-per-process 2 --timeout 60 -- \
 echo "$out"
 [[ $(grep -c 'error: 0$' <<<"$out") -eq 4 ]] || { echo "compat: FAILED: not 4 customers with error 0" >&2; exit 1; }
 
+for placement in range ring; do
+  step "MXNet style (apps before StartAsync, SimpleApp commands, SArray views, key ranges), PS_KEY_PLACEMENT=$placement"
+  out=$(run "${launch[@]}" -n 2 -s 2 --timeout 60 --env PS_KEY_PLACEMENT=$placement -- \
+    "$tmp/build/mxnet_style" 2>&1)
+  echo "$out"
+  [[ $(grep -c " 0 wrong values, .*($placement placement), command OK" <<<"$out") -eq 2 ]] ||
+    { echo "compat: FAILED: MXNet style under $placement" >&2; exit 1; }
+done
+
 echo
 echo "compat test: OK"

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <numeric>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -205,6 +206,46 @@ TEST(SArray, PushBackAndAppendAddElementsAtTheEnd) {
   SArray<int> b;
   b.append(SArray<int>{5, 6});
   EXPECT_EQ(ToVector(b), (std::vector<int>{5, 6}));
+}
+
+}  // namespace
+}  // namespace ps
+
+namespace ps {
+namespace {
+
+// ps-lite's forms, which its apps use.
+TEST(SArrayPsLiteForms, WrapsACallersBufferWithoutCopyOrOwnership) {
+  float buffer[4] = {1, 2, 3, 4};
+  {
+    SArray<float> view(buffer, 4, false);
+    EXPECT_EQ(view.data(), buffer);
+    view[0] = 10;
+  }
+  EXPECT_EQ(buffer[0], 10) << "the buffer is still the caller's, and was not freed";
+  SArray<float> owner(new float[3]{5, 6, 7}, 3, true);  // freed with delete[] (ASan checks)
+  EXPECT_EQ(owner[2], 7);
+  SArray<float> two_args(buffer, 2);
+  EXPECT_EQ(two_args.data(), buffer);
+}
+
+TEST(SArrayPsLiteForms, InitializerListsOfAnotherTypeConvert) {
+  SArray<double> a = {1, 2, 3};  // ints
+  ASSERT_EQ(a.size(), 3u);
+  EXPECT_EQ(a[2], 3.0);
+  a = {4, 5};
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[1], 5.0);
+}
+
+TEST(SArrayPsLiteForms, PrintsAsPsLiteDoes) {
+  std::ostringstream shortform, longform;
+  shortform << SArray<int>({1, 2, 3});
+  EXPECT_EQ(shortform.str(), "[3]: 1 2 3 ");
+  SArray<int> many(12);
+  for (int i = 0; i < 12; ++i) many[i] = i;
+  longform << many;
+  EXPECT_EQ(longform.str(), "[12]: 0 1 2 3 4 ... 7 8 9 10 11 ");
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <initializer_list>
 #include <memory>
 #include <ostream>
+#include <sstream>
 #include <type_traits>
 #include <vector>
 
@@ -38,9 +39,36 @@ class SArray {
   // Deep copy of a vector.
   explicit SArray(const std::vector<V>& vec) { CopyFrom(vec.data(), vec.size()); }
   SArray(std::initializer_list<V> list) { CopyFrom(list.begin(), list.size()); }
+  // ps-lite's forms: from a list of another element type, converted element by element.
+  template <typename W, typename = std::enable_if_t<!std::is_same<W, V>::value>>
+  SArray(const std::initializer_list<W>& list) {
+    resize(list.size());
+    std::copy(list.begin(), list.end(), begin());
+  }
+  template <typename W>
+  SArray& operator=(const std::initializer_list<W>& list) {
+    resize(list.size());
+    std::copy(list.begin(), list.end(), begin());
+    return *this;
+  }
 
   // Takes ownership of data: `deleter` is called on it when the last reference goes.
   SArray(V* data, size_t size, std::function<void(V*)> deleter) { reset(data, size, deleter); }
+
+  // ps-lite's form: wraps `data` without a copy. deletable: the SArray owns it and
+  // frees it with delete[] when the last reference goes; false (the default): the
+  // caller keeps ownership and must keep it alive while any SArray refers to it (for a
+  // Z* request: until the request finishes). A template so that only a bool selects
+  // it (a deleter never converts to it).
+  template <typename B, typename = std::enable_if_t<std::is_same<B, bool>::value>>
+  SArray(V* data, size_t size, B deletable) {
+    if (deletable) {
+      reset(data, size, [](V* p) { delete[] p; });
+    } else {
+      reset(data, size, [](V*) {});
+    }
+  }
+  SArray(V* data, size_t size) : SArray(data, size, false) {}
 
   // Reinterprets another SArray's bytes as V (shares, no copy). The byte size must be
   // a multiple of sizeof(V); otherwise ps::Error is thrown.
@@ -153,11 +181,26 @@ class SArray {
   std::shared_ptr<V> ptr_;
 };
 
+// ps-lite's short form: "[n]: " and the values (the first and last m, with "..." between,
+// when there are 2m or more), each followed by a space.
+template <typename V>
+std::string DebugStr(const V* data, int n, int m = 5) {
+  std::ostringstream os;
+  os << "[" << n << "]: ";
+  if (n < 2 * m) {
+    for (int i = 0; i < n; ++i) os << data[i] << " ";
+  } else {
+    for (int i = 0; i < m; ++i) os << data[i] << " ";
+    os << "... ";
+    for (int i = n - m; i < n; ++i) os << data[i] << " ";
+  }
+  return os.str();
+}
+
+// Prints DebugStr, as ps-lite does.
 template <typename V>
 std::ostream& operator<<(std::ostream& os, const SArray<V>& arr) {
-  os << "[";
-  for (size_t i = 0; i < arr.size(); ++i) os << (i ? " " : "") << arr[i];
-  return os << "]";
+  return os << DebugStr(arr.data(), static_cast<int>(arr.size()));
 }
 
 }  // namespace ps

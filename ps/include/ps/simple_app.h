@@ -51,7 +51,8 @@ class SimpleApp {
  public:
   using Handle = std::function<void(const SimpleData& received, SimpleApp* app)>;
 
-  // Throws ps::Error before ps::Start, or if (app_id, customer_id) is taken.
+  // May be made before ps::Start (requests are sent after it). Throws ps::Error if
+  // (app_id, customer_id) is taken.
   SimpleApp(int app_id, int customer_id);
   virtual ~SimpleApp();
   SimpleApp(const SimpleApp&) = delete;
@@ -73,9 +74,21 @@ class SimpleApp {
   virtual void set_request_handle(const Handle& request_handle);
   virtual void set_response_handle(const Handle& response_handle);
 
-  Customer* get_customer() { return customer_.get(); }
+  Customer* get_customer() { return customer_; }
   int app_id() const { return customer_->app_id(); }
   int customer_id() const { return customer_->customer_id(); }
+
+ protected:
+  // For KVWorker and KVServer, which are SimpleApps too (as in ps-lite; MXNet sends
+  // its commands through them): the derived class makes the customer, attaches it,
+  // hands its SimpleApp messages to Deliver and its aborted requests to AbortIfMine,
+  // and closes it in its own destructor.
+  SimpleApp();
+  void AttachCustomer(Customer* customer);
+  // A SimpleApp message for this app: runs on the customer's own thread.
+  void Deliver(Message& msg);
+  // Ends request `request_id` if it is one of this SimpleApp's; false otherwise.
+  bool AbortIfMine(int timestamp, uint64_t request_id, const Status& status);
 
  private:
   struct Pending {
@@ -90,7 +103,7 @@ class SimpleApp {
   // How long a request that arrives before set_request_handle waits for it.
   static constexpr std::chrono::milliseconds kHandleGrace{1000};
 
-  const std::chrono::steady_clock::time_point created_;
+  std::chrono::steady_clock::time_point created_;
   std::mutex mu_;  // guards the handles and pending_
   std::condition_variable handle_set_cv_;
   bool request_handle_set_ = false;
@@ -98,7 +111,8 @@ class SimpleApp {
   Handle response_handle_;
   std::unordered_map<uint64_t, Pending> pending_;
   LogLimiter answer_log_;  // answers that could not be sent
-  std::unique_ptr<Customer> customer_;  // last: destroyed first, so no handle runs after
+  Customer* customer_ = nullptr;  // owned_, or the derived class's
+  std::unique_ptr<Customer> owned_;  // last: destroyed first, so no handle runs after
 };
 
 }  // namespace ps

@@ -31,26 +31,43 @@
 #include "ps/internal/postoffice.h"
 #include "ps/kv_pairs.h"
 #include "ps/sarray.h"
+#include "ps/simple_app.h"
 #include "ps/status.h"
 
 namespace ps {
 
 template <typename Val>
-class KVServer {
+class KVServer : public SimpleApp {
  public:
+  // A KVServer is also a SimpleApp of (app_id, app_id), as in ps-lite: MXNet casts it
+  // to SimpleApp* and sets a SimpleApp request handle for its commands. It receives
+  // both kinds once its KV handle is set.
+  using SimpleApp::Response;
+  using SimpleApp::set_request_handle;
   using ReqHandle =
       std::function<void(const KVMeta& req_meta, const KVPairs<Val>& req_data, KVServer* server)>;
 
   // Serves app_id. Requests that arrive before the handle is set are held (see
-  // docs/architecture.md) and delivered, in order, once it is. set_request_handle
-  // throws ps::Error before ps::Start.
+  // docs/architecture.md) and delivered, in order, once it is. The server and its
+  // handle may be set up before ps::Start (as MXNet and BytePS do).
   explicit KVServer(int app_id) : KVServer(app_id, Customer::Delivery::kReceiveThread) {}
   // `delivery`: which thread runs the handle (see the class comment).
   KVServer(int app_id, Customer::Delivery delivery) : app_id_(app_id) {
     Customer::Options options;
     options.delivery = delivery;
     customer_ = std::make_unique<Customer>(
-        app_id, app_id, [this](Message& msg) { Process(msg); }, /*open_now=*/false, options);
+        app_id, app_id,
+        [this](Message& msg) {
+          if (msg.meta.simple_app) {
+            SimpleApp::Deliver(msg);  // a SimpleApp command: on the own thread
+          } else {
+            Process(msg);
+          }
+        },
+        /*open_now=*/false, options);
+    customer_->set_abort_handle(
+        [this](int ts, uint64_t id, const Status& s) { AbortIfMine(ts, id, s); });
+    AttachCustomer(customer_.get());
   }
   virtual ~KVServer() { Close(); }
 

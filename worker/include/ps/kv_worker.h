@@ -45,27 +45,41 @@
 #include "ps/internal/postoffice.h"
 #include "ps/kv_pairs.h"
 #include "ps/sarray.h"
+#include "ps/simple_app.h"
 #include "ps/status.h"
 
 namespace ps {
 
 template <typename Val>
-class KVWorker {
+class KVWorker : public SimpleApp {
  public:
   using Callback = std::function<void()>;
+  // A KVWorker is also a SimpleApp of its (app_id, customer_id), as in ps-lite:
+  // Request(head, body, recv_id) sends a command to the servers' KVServer (MXNet's way).
+  using SimpleApp::Request;
 
   // app_id names the server app to talk to; customer_id tells apart several
-  // KVWorkers of one app on this node. Throws ps::Error before ps::Start.
+  // KVWorkers of one app on this node. May be made before ps::Start (as MXNet and
+  // BytePS do); its requests may be issued once Start has returned.
   explicit KVWorker(int app_id, int customer_id) {
     Customer::Options options;
     // Matching answers and copying values into the caller's buffers is runtime work
     // that never waits for the app; callbacks go to the customer's own thread.
     options.delivery = Customer::Delivery::kReceiveThread;
     customer_ = std::make_unique<Customer>(
-        app_id, customer_id, [this](Message& msg) { Process(msg); }, /*open_now=*/false,
-        options);
-    customer_->set_abort_handle(
-        [this](int ts, uint64_t id, const Status& s) { Abort(ts, id, s); });
+        app_id, customer_id,
+        [this](Message& msg) {
+          if (msg.meta.simple_app) {
+            SimpleApp::Deliver(msg);  // a SimpleApp answer: on the own thread
+          } else {
+            Process(msg);
+          }
+        },
+        /*open_now=*/false, options);
+    customer_->set_abort_handle([this](int ts, uint64_t id, const Status& s) {
+      if (!AbortIfMine(ts, id, s)) Abort(ts, id, s);
+    });
+    AttachCustomer(customer_.get());
     customer_->Open();
   }
   // Requests still in flight are abandoned: their answers are dropped. Unregisters
@@ -87,7 +101,7 @@ class KVWorker {
     Sink sink;
     sink.vec_vals = vals;
     sink.vec_lens = lens;
-    return Request(false, true, MakePairs(SArray<Key>(keys), {}, {}, priority), cmd, cb, sink);
+    return IssueRequest(false, true, MakePairs(SArray<Key>(keys), {}, {}, priority), cmd, cb, sink);
   }
 
   // Push, then pull the values after the push was applied, in one round trip.
@@ -97,14 +111,14 @@ class KVWorker {
     Sink sink;
     sink.vec_vals = outs;
     sink.vec_lens = lens;
-    return Request(true, true, MakePairs(SArray<Key>(keys), SArray<Val>(vals), {}, priority), cmd,
+    return IssueRequest(true, true, MakePairs(SArray<Key>(keys), SArray<Val>(vals), {}, priority), cmd,
                    cb, sink);
   }
 
   // Zero-copy Push: keys/vals/lens are shared, not copied.
   int ZPush(const SArray<Key>& keys, const SArray<Val>& vals, const SArray<int>& lens = {},
             int cmd = 0, const Callback& cb = nullptr, int priority = 0) {
-    return Request(true, false, MakePairs(keys, vals, lens, priority), cmd, cb, Sink());
+    return IssueRequest(true, false, MakePairs(keys, vals, lens, priority), cmd, cb, Sink());
   }
 
   // Zero-copy Pull. If *vals is empty it receives a buffer (when one server answers,
@@ -115,7 +129,7 @@ class KVWorker {
     Sink sink;
     sink.sarray_vals = vals;
     sink.sarray_lens = lens;
-    return Request(false, true, MakePairs(keys, {}, {}, priority), cmd, cb, sink);
+    return IssueRequest(false, true, MakePairs(keys, {}, {}, priority), cmd, cb, sink);
   }
 
   int ZPushPull(const SArray<Key>& keys, const SArray<Val>& vals, SArray<Val>* outs,
@@ -124,12 +138,12 @@ class KVWorker {
     Sink sink;
     sink.sarray_vals = outs;
     sink.sarray_lens = lens;
-    return Request(true, true, MakePairs(keys, vals, {}, priority), cmd, cb, sink);
+    return IssueRequest(true, true, MakePairs(keys, vals, {}, priority), cmd, cb, sink);
   }
 
   // Blocks until the request finishes; returns OK or the first error a server
   // reported (see the class comment).
-  Status Wait(int timestamp) { return customer_->WaitRequest(timestamp); }
+  Status Wait(int timestamp) override { return customer_->WaitRequest(timestamp); }
   // As Wait, but returns Timeout after `timeout` if the request has not finished (the
   // request goes on).
   Status Wait(int timestamp, std::chrono::milliseconds timeout) {
@@ -221,7 +235,7 @@ class KVWorker {
     return kvs;
   }
 
-  int Request(bool push, bool pull, const KVPairs<Val>& kvs, int cmd, const Callback& cb,
+  int IssueRequest(bool push, bool pull, const KVPairs<Val>& kvs, int cmd, const Callback& cb,
               const Sink& sink);
   void Process(Message& msg);
   void Abort(int timestamp, uint64_t request_id, const Status& status);
@@ -241,7 +255,7 @@ class KVWorker {
 };
 
 template <typename Val>
-int KVWorker<Val>::Request(bool push, bool pull, const KVPairs<Val>& kvs, int cmd,
+int KVWorker<Val>::IssueRequest(bool push, bool pull, const KVPairs<Val>& kvs, int cmd,
                            const Callback& cb, const Sink& sink) {
   static const char* kNames[] = {"", "Pull", "Push", "PushPull"};
   const char* what = kNames[(push ? 2 : 0) + (pull ? 1 : 0)];

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ps/consistency.h"
+#include "ps/internal/consistent_hash_ring.h"
 #include "ps/internal/message.h"
 #include "ps/status.h"
 
@@ -64,6 +65,9 @@ struct Config {
   // so in its log).
   ConsistencyModel consistency;
   bool consistency_set = false;  // PS_CONSISTENCY was given
+  // PS_KEY_PLACEMENT: ring (default) | range. Only the scheduler's counts, as above.
+  ConsistentHashRing::Placement key_placement = ConsistentHashRing::kRing;
+  bool key_placement_set = false;
 
   // Fills `config` from `getenv`. Each PS_* name also accepts its ps-lite alias
   // (DMLC_ROLE, DMLC_NUM_WORKER, DMLC_NUM_SERVER, DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT,

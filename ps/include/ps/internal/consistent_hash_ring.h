@@ -20,6 +20,11 @@ namespace ps {
 
 class ConsistentHashRing {
  public:
+  // How keys map to servers (PS_KEY_PLACEMENT): the ring, or ps-lite's equal split of
+  // [0, kMaxKey) into one contiguous range per server rank (Ranges()). Values travel
+  // on the wire (control.key_placement).
+  enum Placement { kRing = 0, kRanges = 1 };
+
   ConsistentHashRing() = default;
   // A ring over `server_ranks` (distinct, any order). An empty list makes an empty
   // ring, on which ServerOf must not be called.
@@ -27,10 +32,19 @@ class ConsistentHashRing {
   // A ring over ranks 0..num_servers-1.
   ConsistentHashRing(int num_servers, int virtual_nodes);
 
+  // ps-lite's placement over ranks 0..num_servers-1: server i owns
+  // [kMaxKey / num_servers * i, kMaxKey / num_servers * (i + 1)), the last one up to
+  // kMaxKey (ps::Postoffice::GetServerKeyRanges lists them).
+  static ConsistentHashRing Ranges(int num_servers);
+  // A ring or ranges (see Placement) over `server_ranks`.
+  static ConsistentHashRing Make(Placement placement, const std::vector<int>& server_ranks,
+                                 int virtual_nodes);
+
   // The rank of the server that owns `key`.
   int ServerOf(Key key) const;
 
-  bool empty() const { return points_.empty(); }
+  Placement placement() const { return placement_; }
+  bool empty() const { return servers_.empty(); }
   const std::vector<int>& servers() const { return servers_; }
   int virtual_nodes() const { return virtual_nodes_; }
 
@@ -39,9 +53,10 @@ class ConsistentHashRing {
   static uint64_t HashKey(Key key);
 
  private:
-  std::vector<std::pair<uint64_t, int>> points_;  // sorted by position
+  std::vector<std::pair<uint64_t, int>> points_;  // sorted by position (kRing)
   std::vector<int> servers_;
   int virtual_nodes_ = 0;
+  Placement placement_ = kRing;
 };
 
 }  // namespace ps

@@ -62,7 +62,7 @@ class Customer {
   static constexpr size_t kMaxRememberedFailures = 4096;
 
   // Registers with the Postoffice unless `open_now` is false (then call Open() once
-  // the handle is ready to run). Throws ps::Error if Start has not been called or
+  // the handle is ready to run), also before ps::Start. Throws ps::Error if
   // (app_id, customer_id) is already taken on this node.
   Customer(int app_id, int customer_id, RecvHandle handle, bool open_now = true);
   Customer(int app_id, int customer_id, RecvHandle handle, bool open_now, Options options);

@@ -43,6 +43,7 @@
 #include "ps/internal/membership.h"
 #include "ps/internal/message.h"
 #include "ps/internal/van.h"
+#include "ps/range.h"
 
 namespace ps {
 
@@ -133,6 +134,19 @@ class Postoffice {
   ClockClient* clocks() { return clocks_.get(); }
   NodeStats stats() const;
 
+  // ps-lite's equal split of [0, kMaxKey) into one range per server: server i owns
+  // range i under PS_KEY_PLACEMENT=range. Under the default ring the ranges are the
+  // same (keys computed from them stay distinct per server index) but a key's server is
+  // the ring's; key_placement() says which holds.
+  const std::vector<Range>& GetServerKeyRanges();
+  ConsistentHashRing::Placement key_placement() const { return key_placement_; }
+  // Whether this node replaces a dead one (ps-lite's recovery). HerdPS does not
+  // replace dead nodes yet: always false.
+  bool is_recovery() const { return false; }
+  // Ids of the nodes declared dead. `t` (ps-lite's heartbeat age in seconds) is not
+  // used: the scheduler's PS_HEARTBEAT_TIMEOUT decides who is dead.
+  std::vector<int> GetDeadNodes(int t = 60);
+
   // For SchedulerRole (on the control loop): makes `view` this node's membership,
   // connects to new nodes, forgets gone ones and ends the requests waiting for them.
   void InstallMembership(MembershipView view);
@@ -209,6 +223,9 @@ class Postoffice {
   std::unique_ptr<PluginSeat> plugin_seat_;
   std::unique_ptr<ClockClient> clocks_;
   ConsistencyModel consistency_;  // set before joined_, read after
+  ConsistentHashRing::Placement key_placement_ = ConsistentHashRing::kRing;  // likewise
+  std::mutex key_ranges_mu_;
+  std::vector<Range> key_ranges_;  // GetServerKeyRanges, made on first use
   Node my_node_;
   std::string scheduler_endpoint_;
   uint64_t process_incarnation_ = 0;

@@ -80,6 +80,7 @@ struct Control {
   uint64_t msg_sig = 0;  // kAck: the sequence number acknowledged
   int consistency = 0;
   int staleness = 0;
+  int key_placement = 0;  // ConsistentHashRing::Placement
   std::string token;     // kAddNode request: the job token
   uint64_t membership_version = 0;
   bool empty() const { return cmd == kData; }
