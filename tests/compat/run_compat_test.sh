@@ -32,7 +32,8 @@ run cmake --build "$tmp/build" -j "$(nproc)"
 step "KV push / pull / push-pull, 2 workers, 2 servers"
 out=$(run "${launch[@]}" -n 2 -s 2 --timeout 60 --env COMPAT_VERBOSE=1 -- "$tmp/build/kv_style" 2>&1)
 echo "$out"
-[[ $(grep -c 'error: 0$' <<<"$out") -eq 2 ]] || { echo "compat: FAILED: not every worker reported error 0" >&2; exit 1; }
+[[ $(grep -c 'worker [0-9]* error: 0$' <<<"$out") -eq 2 ]] || { echo "compat: FAILED: not every worker reported error 0" >&2; exit 1; }
+[[ $(grep -c 'sliced error: 0$' <<<"$out") -eq 2 ]] || { echo "compat: FAILED: a custom slicer lost values" >&2; exit 1; }
 # PS_VERBOSE=1 came through Environment::Init: the app's PS_VLOG(1) line is there.
 grep -q 'worker 0: 1000 keys, 20 rounds' <<<"$out" || { echo "compat: FAILED: PS_VLOG(1) line missing" >&2; exit 1; }
 

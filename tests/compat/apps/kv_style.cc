@@ -2,7 +2,8 @@
 // namespace ps`, std::thread and the logging macros (LL, CHECK, PS_VLOG) from ps/ps.h
 // alone, settings through Environment / GetEnv, the std::vector Push / Pull / PushPull
 // with Wait, KVServerDefaultHandle behind a handle of ps-lite's signature, the server
-// deleted in RegisterExitCallback.
+// deleted in RegisterExitCallback, and a custom slicer (set_slicer) that sends every key
+// to the last server.
 //
 // Every worker pushes its values `repeat` times to keys of its own, pulls, push-pulls,
 // and checks the sums; it prints "error: 0" (ps-lite's test_kv_app prints the same
@@ -56,7 +57,22 @@ int RunWorker() {
   std::thread([&] { checked = error; }).join();
   LL << "worker " << MyRank() << " error: " << checked;
   CHECK_EQ(pulled.size(), keys.size());
-  return error == 0 ? 0 : 1;
+
+  // ps-lite's slicer: every key of this worker's second set to the last server.
+  std::vector<Key> more(keys);
+  for (Key& k : more) k += 1000;  // keys of their own, still sorted
+  kv.set_slicer([](const KVPairs<float>& send, const std::vector<Range>& ranges,
+                   KVWorker<float>::SlicedKVs* sliced) {
+    sliced->assign(ranges.size(), {false, KVPairs<float>()});
+    sliced->back() = {true, send};
+  });
+  kv.Wait(kv.Push(more, vals));
+  std::vector<float> sliced_back;
+  kv.Wait(kv.Pull(more, &sliced_back));
+  float sliced_error = 0;
+  for (int i = 0; i < num; ++i) sliced_error += std::fabs(sliced_back[i] - vals[i]);
+  LL << "worker " << MyRank() << " sliced error: " << sliced_error;
+  return error == 0 && sliced_error == 0 ? 0 : 1;
 }
 
 }  // namespace

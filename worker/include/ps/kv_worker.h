@@ -25,12 +25,14 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -44,6 +46,7 @@
 #include "ps/internal/membership.h"
 #include "ps/internal/postoffice.h"
 #include "ps/kv_pairs.h"
+#include "ps/range.h"
 #include "ps/sarray.h"
 #include "ps/simple_app.h"
 #include "ps/status.h"
@@ -186,6 +189,17 @@ class KVWorker : public SimpleApp {
     return clocks->Finish();
   }
 
+  // ps-lite's slicer: how a request's keys are split over the servers. sliced->at(i)
+  // is (whether server i gets a part, the part); the part's keys must be a subset of
+  // the request's, sorted, every key of the request in exactly one part, with their
+  // values (and lens). The default (no slicer) places keys by PS_KEY_PLACEMENT. A
+  // slicer that breaks these rules makes the request throw ps::Error. Set it before
+  // issuing requests (not thread-safe with them).
+  using SlicedKVs = std::vector<std::pair<bool, KVPairs<Val>>>;
+  using Slicer = std::function<void(const KVPairs<Val>& send, const std::vector<Range>& ranges,
+                                    SlicedKVs* sliced)>;
+  void set_slicer(const Slicer& slicer) { slicer_ = slicer; }
+
   // Requests issued by this worker and not finished yet.
   size_t NumInFlight() { return customer_->NumInFlight(); }
 
@@ -245,6 +259,47 @@ class KVWorker : public SimpleApp {
   Status Assemble(Pending& p, SArray<Val>* vals, SArray<int>* lens);
   static Status Deliver(const SArray<Val>& vals, const SArray<int>& lens, const Sink& sink);
 
+  // Splits kvs with slicer_ into `parts` for the servers in p->servers, with their key
+  // positions in p->positions; throws ps::Error when the slicer's answer is unusable.
+  void SliceWithSlicer(const char* what, const KVPairs<Val>& kvs, int num_servers, Pending* p,
+                       std::vector<KVPairs<Val>>* parts) {
+    SlicedKVs sliced;
+    slicer_(kvs, Postoffice::Get()->GetServerKeyRanges(), &sliced);
+    auto refuse = [what](const std::string& why) {
+      throw Error(std::string(what) + ": slicer " + why);
+    };
+    if (sliced.size() != static_cast<size_t>(num_servers)) {
+      refuse("returned " + std::to_string(sliced.size()) + " parts for " +
+             std::to_string(num_servers) + " servers");
+    }
+    std::vector<bool> covered(kvs.keys.size(), false);
+    for (int r = 0; r < num_servers; ++r) {
+      if (!sliced[r].first) continue;
+      const KVPairs<Val>& part = sliced[r].second;
+      Status shape = ValidateKVPairsShape(what, part.keys.data(), part.keys.size(),
+                                          part.vals.size(), part.lens.data(), part.lens.size(),
+                                          !kvs.vals.empty());
+      if (!shape.ok()) refuse("part for server " + std::to_string(r) + ": " + shape.message());
+      std::vector<uint32_t> positions;
+      for (Key k : part.keys) {
+        const Key* at = std::lower_bound(kvs.keys.begin(), kvs.keys.end(), k);
+        size_t pos = static_cast<size_t>(at - kvs.keys.begin());
+        if (at == kvs.keys.end() || *at != k || covered[pos]) {
+          refuse("sent key " + std::to_string(k) + " that is not in the request, or twice");
+        }
+        covered[pos] = true;
+        positions.push_back(static_cast<uint32_t>(pos));
+      }
+      p->servers.push_back(r);
+      parts->push_back(part);
+      p->positions.push_back(std::move(positions));
+    }
+    if (std::find(covered.begin(), covered.end(), false) != covered.end()) {
+      refuse("left keys of the request out");
+    }
+  }
+
+  Slicer slicer_;
   std::mutex mu_;  // guards pending_
   std::unordered_map<uint64_t, Pending> pending_;  // by request id
   std::atomic<uint64_t> dropped_answers_{0};
@@ -278,6 +333,8 @@ int KVWorker<Val>::IssueRequest(bool push, bool pull, const KVPairs<Val>& kvs, i
   int num_servers = po->num_servers();
   if (kvs.keys.empty()) {
     // Nothing to ask anyone: finishes below without a message.
+  } else if (slicer_) {
+    SliceWithSlicer(what, kvs, num_servers, &p, &parts);
   } else if (num_servers == 1) {
     p.servers.push_back(0);
     parts.push_back(kvs);

@@ -1,0 +1,99 @@
+// Postoffice: the node's place among the job's workers and keys, as ps-lite apps ask
+// for it: the workers of a process that runs several (ps-lite's Start per customer),
+// the key ranges of ps-lite's placement, and the dead nodes.
+#include <glog/logging.h>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ps/internal/event_loop.h"
+#include "ps/internal/postoffice.h"
+
+namespace ps {
+
+const std::vector<Range>& Postoffice::GetServerKeyRanges() {
+  std::lock_guard<std::mutex> lock(key_ranges_mu_);
+  if (key_ranges_.empty() && num_servers() > 0) {
+    Key width = kMaxKey / static_cast<Key>(num_servers());
+    for (int i = 0; i < num_servers(); ++i) {
+      Key end = i + 1 == num_servers() ? kMaxKey : width * (i + 1);
+      key_ranges_.emplace_back(width * i, end);
+    }
+  }
+  return key_ranges_;
+}
+
+std::vector<int> Postoffice::GetDeadNodes(int /*t*/) {
+  std::vector<int> dead;
+  for (const Node& n : membership_.Get()->nodes) {
+    if (n.state == Node::kDead) dead.push_back(n.id);
+  }
+  return dead;
+}
+
+void Postoffice::SendJoins() {
+  std::vector<Node> nodes = {my_node_};
+  {
+    std::lock_guard<std::mutex> lock(instances_mu_);
+    for (const auto& instance : instances_) nodes.push_back(instance.second);
+  }
+  for (const Node& node : nodes) {
+    Message join;
+    join.meta.control.cmd = Control::kAddNode;
+    join.meta.control.nodes.push_back(node);
+    join.meta.control.token = config_.job_token;
+    join.meta.request = true;
+    join.meta.recipient = kScheduler;
+    join.meta.sender = kEmpty;
+    join.meta.sender_incarnation = process_incarnation_;
+    van_->Send(join, SendMode::kNonBlocking, Channel::kControl);
+  }
+}
+
+bool Postoffice::AddInstance(int customer_id) {
+  if (!is_worker()) return false;
+  {
+    std::lock_guard<std::mutex> lock(instances_mu_);
+    if (customer_id == first_customer_) return false;
+    for (const auto& instance : instances_) {
+      if (instance.first == customer_id) return false;
+    }
+    if (config_.resend) {
+      throw Error("Start(" + std::to_string(customer_id) +
+                  "): several workers in one process do not work with PS_RESEND yet");
+    }
+    if (instances_.size() + 1 >= static_cast<size_t>(Node::kMaxInstances)) {
+      throw Error("Start(" + std::to_string(customer_id) + "): too many workers in one process");
+    }
+    Node node = my_node_;
+    node.instance = static_cast<int>(instances_.size()) + 1;
+    instances_.emplace_back(customer_id, node);
+    has_instances_ = true;
+  }
+  LOG(INFO) << "customer " << customer_id << " joins as one more worker of this process";
+  loop_->Post([this] {
+    if (!joined_) SendJoins();
+  });
+  return true;
+}
+
+int Postoffice::InstanceIdOf(int customer_id) {
+  if (!has_instances_.load(std::memory_order_acquire)) return my_node_.id;
+  std::lock_guard<std::mutex> lock(instances_mu_);
+  for (const auto& instance : instances_) {
+    if (instance.first == customer_id) return instance.second.id;
+  }
+  return my_node_.id;
+}
+
+bool Postoffice::IsMyInstanceId(int id) {
+  if (!has_instances_.load(std::memory_order_acquire)) return false;
+  std::lock_guard<std::mutex> lock(instances_mu_);
+  for (const auto& instance : instances_) {
+    if (instance.second.id == id) return true;
+  }
+  return false;
+}
+
+}  // namespace ps
