@@ -537,8 +537,11 @@ void Postoffice::AddCustomer(Customer* customer) {
                 " already exists on this node");
   }
   customers_[key] = customer;
-  // Deliver what arrived for it before it existed, in arrival order, before any new
-  // message (the receive thread waits on dispatch_mu_ meanwhile).
+  // What arrived for it before it existed is delivered in arrival order, before any
+  // newer message: those queue behind it (DispatchData) until the backlog is empty.
+  // The handles run here, on the caller's thread, without dispatch_mu_: a handle that
+  // blocks must not hold up the node's other apps nor its control loop.
+  std::deque<Message> held;
   std::deque<EarlyMessage> keep;
   bool joined = joined_.load();
   for (EarlyMessage& e : early_messages_) {
@@ -546,13 +549,41 @@ void Postoffice::AddCustomer(Customer* customer) {
     int cid = m.meta.request ? m.meta.app_id : m.meta.customer_id;
     if (joined && m.meta.app_id == key.first && cid == key.second) {
       early_bytes_ -= m.DataBytes();
-      customer->Accept(m);
+      held.push_back(std::move(m));
     } else {
       keep.push_back(std::move(e));
     }
   }
   early_messages_.swap(keep);
   has_early_ = !early_messages_.empty();
+  if (held.empty()) return;
+  {
+    std::lock_guard<std::mutex> backlog_lock(backlog_mu_);
+    backlogs_[customer];
+    draining_.fetch_add(1, std::memory_order_release);
+  }
+  lock.unlock();
+  for (;;) {
+    for (Message& m : held) customer->Accept(m);
+    held.clear();
+    std::lock_guard<std::mutex> backlog_lock(backlog_mu_);
+    auto it = backlogs_.find(customer);
+    if (it->second.empty()) {
+      backlogs_.erase(it);
+      draining_.fetch_sub(1, std::memory_order_release);
+      return;
+    }
+    held.swap(it->second);
+  }
+}
+
+bool Postoffice::QueueBehindBacklog(Customer* customer, Message& msg) {
+  if (draining_.load(std::memory_order_acquire) == 0) return false;
+  std::lock_guard<std::mutex> lock(backlog_mu_);
+  auto it = backlogs_.find(customer);
+  if (it == backlogs_.end()) return false;
+  it->second.push_back(std::move(msg));
+  return true;
 }
 
 void Postoffice::RemoveCustomer(Customer* customer) {

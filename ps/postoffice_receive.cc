@@ -157,6 +157,7 @@ void Postoffice::DispatchData(Message& msg, Channel channel) {
   int customer_id = msg.meta.request ? msg.meta.app_id : msg.meta.customer_id;
   auto it = customers_.find({msg.meta.app_id, customer_id});
   if (it != customers_.end()) {
+    if (QueueBehindBacklog(it->second, msg)) return;
     // While the hand-off waits for room, this thread reads nothing: the liveness
     // check must not take that for a silent scheduler.
     std::atomic<bool>& busy = inbound_[static_cast<int>(channel)].busy;
@@ -177,7 +178,18 @@ void Postoffice::DispatchData(Message& msg, Channel channel) {
   // held: deliver now, or this message would wait behind newer ones.
   it = customers_.find({msg.meta.app_id, customer_id});
   if (it != customers_.end()) {
-    it->second->Accept(msg);
+    if (QueueBehindBacklog(it->second, msg)) return;
+    // Delivered under the shared lock only: a handle must not run under the exclusive one.
+    Customer* customer = it->second;
+    write.unlock();
+    std::shared_lock<std::shared_mutex> read(dispatch_mu_);
+    it = customers_.find({msg.meta.app_id, customer_id});
+    if (it != customers_.end() && it->second == customer) {
+      if (!QueueBehindBacklog(customer, msg)) customer->Accept(msg);
+      return;
+    }
+    read.unlock();
+    DispatchData(msg, channel);  // it went away meanwhile: hold or refuse as usual
     return;
   }
   size_t bytes = msg.DataBytes();

@@ -50,6 +50,9 @@ DEFINE_int32(linger_ms, 0,
              "workload: a worker whose request failed waits this long before it exits, so "
              "that under the launcher every worker reports before the job is stopped");
 DEFINE_int32(rounds, 20, "rounds, slow_handle: rounds per worker");
+DEFINE_int32(handle_after_ms, 0,
+             "slow_handle: servers set their handles this long after Start, so that the "
+             "workers' first requests arrive before them and are held");
 DEFINE_int32(round_ms, 100, "rounds, slow_handle: pause between two rounds");
 DEFINE_int32(quit_rank, -1, "rounds: this worker exits 0 without ps::Finalize ...");
 DEFINE_int32(quit_after, 3, "rounds: ... after this many rounds");
@@ -249,6 +252,7 @@ int main(int argc, char* argv[]) {
     } else {
       store = std::make_unique<ps::KVServer<uint64_t>>(kStoreApp);
     }
+    std::this_thread::sleep_for(std::chrono::milliseconds(FLAGS_handle_after_ms));
     store->set_request_handle(Store());
   }
   int rc = 0;

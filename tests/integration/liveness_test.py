@@ -191,12 +191,13 @@ class Job:
 
 # --- under tracker/launch ------------------------------------------------------------
 
-def _slow_handle(launcher, app, f, slow_s, rounds, own_thread):
+def _slow_handle(launcher, app, f, slow_s, rounds, own_thread, handle_after_ms=0):
     """Worker 0's request sleeps slow_s in server app 0's handle while both workers do
     `rounds` rounds (a worker barrier, and with own_thread round trips to server app 1)
     with 0.1 s pauses; every round must finish before the slow answer."""
     args = ["--mode=slow_handle", f"--slow_ms={int(slow_s * 1000)}", f"--rounds={rounds}",
-            "--round_ms=100", f"--own_thread={str(own_thread).lower()}"]
+            "--round_ms=100", f"--own_thread={str(own_thread).lower()}",
+            f"--handle_after_ms={handle_after_ms}"]
     with Job() as job:
         p = job.launch(app, launcher, 2, 1, args, slow_s + 40)
         f.expect(wait_exits([p], slow_s + 55), "the job did not end")
@@ -239,10 +240,12 @@ def slow_handle_is_not_declared_dead(launcher, app, f):
 
 def slow_handle_with_default_delivery_is_not_declared_dead(launcher, app, f):
     """As slow_handle_is_not_declared_dead for a KVServer with the default delivery (the
-    handle may block the node's data path, never its heartbeats or barriers): 14 s."""
+    handle may block the node's data path, never its heartbeats or barriers): 14 s. The
+    server sets its handle 0.5 s after Start, so the slow request waits for it first
+    and runs when the handle is set (not under any lock of the node's)."""
     # 40 rounds take ~4.5 s on a quiet machine, longer than PS_HEARTBEAT_TIMEOUT; the
     # margin is for a machine busy with other tests.
-    _slow_handle(launcher, app, f, 14, 40, own_thread=False)
+    _slow_handle(launcher, app, f, 14, 40, own_thread=False, handle_after_ms=500)
 
 
 def _launched_workload(job, launcher, app, workers, servers):

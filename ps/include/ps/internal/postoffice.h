@@ -179,6 +179,8 @@ class Postoffice {
   void Admit(Message& msg, Channel channel, bool prejoin);
   void Deliver(Message& msg, Channel channel);
   void DispatchData(Message& msg, Channel channel);
+  // True (and msg taken) when `customer` still has held messages to run first.
+  bool QueueBehindBacklog(Customer* customer, Message& msg);
   // Data that arrived before this node joined, admitted once it has. in.mu held.
   void HoldUnverified(Message& msg, Inbound& in);
   void DrainUnverified(Channel channel);
@@ -274,6 +276,11 @@ class Postoffice {
     std::chrono::steady_clock::time_point arrived;
   };
   std::deque<EarlyMessage> early_messages_;
+  // Customers whose held messages AddCustomer is delivering, and what arrived for them
+  // meanwhile (delivered after, in order). draining_ == backlogs_.size().
+  std::mutex backlog_mu_;
+  std::map<Customer*, std::deque<Message>> backlogs_;
+  std::atomic<int> draining_{0};
   size_t early_bytes_ = 0;  // payload bytes held in early_messages_
   std::atomic<bool> has_early_{false};  // !early_messages_.empty(), readable unlocked
 
