@@ -6,10 +6,7 @@
 
 namespace ps {
 
-SimpleApp::SimpleApp(int app_id, int customer_id)
-    : created_(std::chrono::steady_clock::now()) {
-  request_handle_ = [](const SimpleData& req, SimpleApp* app) { app->Response(req); };
-  response_handle_ = [](const SimpleData&, SimpleApp*) {};
+SimpleApp::SimpleApp(int app_id, int customer_id) : SimpleApp() {
   owned_ = std::make_unique<Customer>(app_id, customer_id,
                                       [this](Message& msg) { Process(msg); },
                                       /*open_now=*/false);
