@@ -88,7 +88,8 @@ int Postoffice::InstanceIdOf(int customer_id) {
 }
 
 bool Postoffice::IsMyInstanceId(int id) {
-  if (!has_instances_.load(std::memory_order_acquire)) return false;
+  // kEmpty is also the id of an instance the table has not named (yet).
+  if (id == kEmpty || !has_instances_.load(std::memory_order_acquire)) return false;
   std::lock_guard<std::mutex> lock(instances_mu_);
   for (const auto& instance : instances_) {
     if (instance.second.id == id) return true;
