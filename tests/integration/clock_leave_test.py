@@ -49,20 +49,5 @@ def run(how, app, f):
                  f"the scheduler {'did' if declared else 'did not'} declare a node dead")
 
 
-def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in HOWS:
-        print(__doc__, file=sys.stderr)
-        return 2
-    how, app = sys.argv[1], os.path.realpath(sys.argv[2])
-    failures = lt.Failures()
-    try:
-        run(how, app, failures)
-    except AssertionError as e:
-        failures.append(str(e))
-    for what in failures:
-        print("FAILED:", what)
-    return 1 if failures else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(lt.run_by_hand_test(run, HOWS, __doc__))

@@ -112,6 +112,23 @@ class Process:
         self.log.close()
 
 
+def run_by_hand_test(run, hows, doc):
+    """The main of a test script `SCRIPT HOW APP`: runs run(how, app, failures) for a HOW
+    in hows, prints every failure, returns the exit status."""
+    if len(sys.argv) != 3 or sys.argv[1] not in hows:
+        print(doc, file=sys.stderr)
+        return 2
+    how, app = sys.argv[1], os.path.realpath(sys.argv[2])
+    failures = Failures()
+    try:
+        run(how, app, failures)
+    except AssertionError as e:
+        failures.append(str(e))
+    for what in failures:
+        print("FAILED:", what)
+    return 1 if failures else 0
+
+
 def wait_exits(procs, limit_s):
     """Polls until every process in procs has exited or limit_s passed; each records
     when it was first seen exited."""
