@@ -16,7 +16,6 @@
       matplotlib is there, the plots are written and agree.
 """
 
-import csv
 import os
 import re
 import shutil
@@ -24,34 +23,14 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from script_checks import check, failures, read_csv, run, tail  # noqa: E402
+
 THROUGHPUT = re.compile(
     r"^\[worker (\d+)\] worker \d+: throughput ([0-9.]+) examples/s \((\d+) examples in "
     r"([0-9.]+) s, [^)]*\), wall ([0-9.]+) s, (\S+), (\d+) clocks, slowed on (\d+) "
     r"\(([0-9.]+) s\)$", re.M)
 
-failures = []
-
-
-def check(ok, what):
-    print(("PASS " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
-    return ok
-
-
-def run(cmd, timeout=120, env=None):
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                       timeout=timeout, stdin=subprocess.DEVNULL, env=env)
-    return r.returncode, r.stdout
-
-
-def tail(out, n=15):
-    return "\n".join("    | " + line for line in out.splitlines()[-n:])
-
-
-def read_csv(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def job(launch, linear, workers, consistency, args, tmp, name):

@@ -20,7 +20,6 @@
       excess.csv, the curves and (when matplotlib is there) the PNG are written and agree.
 """
 
-import csv
 import os
 import re
 import shutil
@@ -30,6 +29,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import liveness_test as lt  # noqa: E402  (process helpers shared with the liveness tests)
+from script_checks import check, failures, read_csv, run, tail  # noqa: E402
 
 EPOCHS = 3
 PAPER = ["--order", "cdgrab", "--sync_aggregation", "--clock_every", "batch", "--optimizer",
@@ -40,29 +40,6 @@ SUMMARY = re.compile(r"^(?:\[worker (\d+)\] )?worker (\d+): order (\S+), (\d+) s
                      r"after (\d+) of (\d+) epochs, ([0-9.]+) ms per step", re.M)
 EPOCH_LINE = re.compile(r"epoch (\d+)/\d+: train_loss ([0-9.]+)")
 
-failures = []
-
-
-def check(ok, what):
-    print(("PASS " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
-    return ok
-
-
-def run(cmd, timeout=120):
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                       timeout=timeout, stdin=subprocess.DEVNULL)
-    return r.returncode, r.stdout
-
-
-def tail(out, n=20):
-    return "\n".join("    | " + line for line in out.splitlines()[-n:])
-
-
-def read_csv(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def check_cdgrab_run(out, metrics_rows, workers):
