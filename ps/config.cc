@@ -302,6 +302,16 @@ Status Config::FromEnvironment(Config* c, const Getenv& getenv) {
         placement == "range" ? ConsistentHashRing::kRanges : ConsistentHashRing::kRing;
     cfg.key_placement_set = true;
   }
+  if ((text = Lookup(getenv, "PS_CHUNK_BYTES", nullptr))) {
+    if (!(s = ParseInt("PS_CHUNK_BYTES", text, 0, int64_t{1} << 40, &v)).ok()) return s;
+    if (v != 0 && v < static_cast<int64_t>(kMinChunkBytes)) {
+      return Status::InvalidArgument("PS_CHUNK_BYTES=" + std::string(text) +
+                                     " is below the smallest chunk (" +
+                                     std::to_string(kMinChunkBytes) + "); 0 turns chunking off");
+    }
+    cfg.chunk_bytes = static_cast<uint64_t>(v);
+    cfg.chunk_bytes_set = true;
+  }
   if ((text = Lookup(getenv, "PS_JOB_TOKEN", nullptr))) {
     cfg.job_token = text;
     if (cfg.job_token.size() > 1024) {
@@ -322,6 +332,7 @@ const char* const Config::kNames[] = {
     "PS_RING_VIRTUAL_NODES", "PS_SERVER_THREADS", "PS_START_TIMEOUT", "PS_MAX_MESSAGE_BYTES",
     "PS_VERBOSE", "PS_TUNE_MALLOC", "PS_HEARTBEAT_INTERVAL", "PS_HEARTBEAT_TIMEOUT",
     "PS_REQUEST_TIMEOUT", "PS_RESEND", "PS_RESEND_TIMEOUT", "PS_DROP_RATE", "PS_DROP_MSG",
-    "PS_DROP_SEED", "PS_CONSISTENCY", "PS_KEY_PLACEMENT", "PS_JOB_TOKEN", nullptr};
+    "PS_DROP_SEED", "PS_CONSISTENCY", "PS_KEY_PLACEMENT", "PS_CHUNK_BYTES", "PS_JOB_TOKEN",
+    nullptr};
 
 }  // namespace ps

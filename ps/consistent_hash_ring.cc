@@ -60,4 +60,14 @@ int ConsistentHashRing::ServerOf(Key key) const {
   return it->second;
 }
 
+int ConsistentHashRing::ServerOfChunk(Key key, uint32_t chunk) const {
+  int home = ServerOf(key);
+  if (chunk == 0 || servers_.size() == 1) return home;
+  // Ranks in ascending order, so that every node stripes the same way.
+  std::vector<int> order = servers_;
+  std::sort(order.begin(), order.end());
+  size_t at = static_cast<size_t>(std::lower_bound(order.begin(), order.end(), home) - order.begin());
+  return order[(at + chunk) % order.size()];
+}
+
 }  // namespace ps

@@ -140,6 +140,7 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
         my_node_.rank = 0;
         consistency_ = config_.consistency;
         key_placement_ = config_.key_placement;
+        chunk_bytes_ = config_.chunk_bytes;
         scheduler_ = std::make_unique<SchedulerRole>(this, config_, my_node_);
         plugin_seat_ = std::make_unique<PluginSeat>(this);
       }

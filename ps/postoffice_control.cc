@@ -139,6 +139,17 @@ void Postoffice::HandleJoinReply(const Message& msg) {
                     "scheduler's holds ("
                  << (key_placement_ == ConsistentHashRing::kRanges ? "range" : "ring") << ")";
   }
+  if (msg.meta.control.chunk_bytes != 0 &&
+      msg.meta.control.chunk_bytes < Config::kMinChunkBytes) {
+    LOG_IF(WARNING, forged_log_.ShouldLog()) << "node table with a chunk size below the minimum ignored";
+    return;
+  }
+  chunk_bytes_ = msg.meta.control.chunk_bytes;
+  if (config_.chunk_bytes_set && chunk_bytes_ != config_.chunk_bytes) {
+    LOG(WARNING) << "PS_CHUNK_BYTES=" << config_.chunk_bytes
+                 << " on this node, but the job's scheduler has " << chunk_bytes_
+                 << ": the scheduler's holds";
+  }
   MembershipView view;
   view.version = msg.meta.control.membership_version;
   view.nodes = msg.meta.control.nodes;

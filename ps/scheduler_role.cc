@@ -223,6 +223,7 @@ void SchedulerRole::SendTable(const Node& node) {
   reply.meta.control.consistency = static_cast<int>(config_.consistency.kind);
   reply.meta.control.staleness = config_.consistency.staleness;
   reply.meta.control.key_placement = static_cast<int>(config_.key_placement);
+  reply.meta.control.chunk_bytes = config_.chunk_bytes;
   reply.meta.recipient = node.id;
   Status s = postoffice_->SendControl(reply);
   LOG_IF(WARNING, !s.ok()) << "cannot send the node table to " << node.DebugString() << ": "

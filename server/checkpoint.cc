@@ -82,6 +82,11 @@ Status WriteCheckpoint(const std::string& path, const CheckpointData& data) {
     Put(&buf, r.key);
     Put(&buf, static_cast<uint32_t>(r.values.size()));
     Put(&buf, r.steps);
+    Put(&buf, static_cast<uint32_t>(r.chunk + 1));
+    if (r.chunk >= 0) {
+      Put(&buf, r.chunk_offset);
+      Put(&buf, r.value_len);
+    }
     buf.append(reinterpret_cast<const char*>(r.values.data()), r.values.size() * sizeof(float));
     buf.append(reinterpret_cast<const char*>(r.state.data()), r.state.size() * sizeof(float));
   }
@@ -152,7 +157,7 @@ Status ReadCheckpoint(const std::string& path, CheckpointData* out) {
   uint32_t version = 0, name_len = 0;
   uint64_t count = 0;
   if (!r.Get(&version)) return corrupt("header is truncated");
-  if (version != CheckpointData::kFormatVersion) {
+  if (version != 1 && version != CheckpointData::kFormatVersion) {
     return corrupt("format version " + std::to_string(version) + " (this build reads " +
                    std::to_string(CheckpointData::kFormatVersion) + ")");
   }
@@ -163,10 +168,21 @@ Status ReadCheckpoint(const std::string& path, CheckpointData* out) {
   for (uint64_t i = 0; i < count; ++i) {
     CheckpointRecord rec;
     uint32_t len = 0;
-    if (!r.Get(&rec.key) || !r.Get(&len) || !r.Get(&rec.steps) || !r.GetFloats(len, &rec.values) ||
+    uint32_t chunk = 0;
+    bool ok = r.Get(&rec.key) && r.Get(&len) && r.Get(&rec.steps);
+    if (ok && version >= 2) ok = r.Get(&chunk);
+    if (ok && chunk > 0) ok = r.Get(&rec.chunk_offset) && r.Get(&rec.value_len);
+    if (!ok || !r.GetFloats(len, &rec.values) ||
         !r.GetFloats(static_cast<size_t>(len) * data.state_width, &rec.state)) {
       return corrupt("record " + std::to_string(i) + " of " + std::to_string(count) +
                      " is truncated");
+    }
+    if (chunk > static_cast<uint32_t>(INT32_MAX)) {
+      return corrupt("record " + std::to_string(i) + " names chunk " + std::to_string(chunk));
+    }
+    rec.chunk = static_cast<int32_t>(chunk) - 1;
+    if (rec.chunk >= 0 && (rec.chunk_offset >= rec.value_len || len > rec.value_len - rec.chunk_offset)) {
+      return corrupt("record " + std::to_string(i) + " is a chunk that does not fit its key");
     }
     data.records.push_back(std::move(rec));
   }

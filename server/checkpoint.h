@@ -4,7 +4,9 @@
 // Layout (host byte order: little-endian on x86-64 and ARM64):
 //   "HERDPSCK"  u32 format version  u32 state width  u64 pushes taken  u64 key count
 //   u32 length + bytes of the optimizer description (OptimizerOptions::ToString)
-//   per key: u64 key  u32 len  i64 steps  f32[len] values  f32[len * state width] state
+//   per key: u64 key  u32 len  i64 steps  u32 chunk (1 + the chunk's index, 0: whole
+//            value; format 2 on)  [if chunk: u64 offset  u64 whole length]
+//            f32[len] values  f32[len * state width] state
 //   u64 FNV-1a checksum of everything before it
 //
 // Writing goes to "<path>.tmp", is fsync'ed, renamed over <path>, and the directory is
@@ -26,10 +28,16 @@ struct CheckpointRecord {
   int64_t steps = 0;
   std::vector<float> values;
   std::vector<float> state;  // state_width * values.size()
+  // A chunk of a value stored in chunks (docs/pipeline.md): its index, the position of
+  // its first value within the key, and the key's whole length; chunk -1: whole.
+  int32_t chunk = -1;
+  uint64_t chunk_offset = 0;
+  uint64_t value_len = 0;
 };
 
 struct CheckpointData {
-  static constexpr uint32_t kFormatVersion = 1;
+  // Written: 2 (records say whether they hold a chunk). Read: 1 and 2.
+  static constexpr uint32_t kFormatVersion = 2;
   uint32_t state_width = 0;
   uint64_t pushes_taken = 0;  // progress the server reached (push requests taken)
   std::string optimizer;  // OptimizerOptions::ToString() of the writer

@@ -45,6 +45,8 @@ struct OptimizerServer::Request {
   std::vector<std::vector<uint32_t>> positions;  // per part; empty: one part, all keys
   std::vector<SArray<float>> part_vals;          // pulled values, per part
   std::vector<int> lens;                         // pulled length per key
+  StoreKey chunk;    // a chunk request: the chunk (its key is data.keys[0])
+  uint32_t chunk_len = 0;
   std::atomic<int> remaining{0};
   std::mutex status_mu;
   Status status;  // first failure, under status_mu
@@ -54,6 +56,42 @@ int OptimizerServer::ShardOf(Key key, int threads) {
   // Salted, so that the shard is independent of the ring's placement and the keys of
   // one server spread evenly over its shards.
   return static_cast<int>(Mix64(key ^ 0x6a09e667f3bcc909ULL) % static_cast<uint64_t>(threads));
+}
+
+int OptimizerServer::ShardOf(Key key, int32_t chunk, int threads) {
+  if (chunk <= 0) return ShardOf(key, threads);
+  return ShardOf(Mix64(key ^ Mix64(static_cast<uint64_t>(chunk))), threads);
+}
+
+Status OptimizerServer::CheckChunk(const KVMeta& meta, const KVPairs<float>& data,
+                                   uint32_t* len) {
+  const uint64_t chunk_values = Postoffice::Get()->chunk_bytes() / sizeof(float);
+  if (data.keys.size() != 1) {
+    return Status::InvalidArgument("a chunk request carries " +
+                                   std::to_string(data.keys.size()) + " keys; expected one");
+  }
+  if (chunk_values == 0) {
+    return Status::InvalidArgument("a chunk arrived but this job does not chunk values "
+                                   "(PS_CHUNK_BYTES=0 on the scheduler)");
+  }
+  const uint64_t offset = meta.chunk_offset, whole = meta.value_len;
+  if (offset != static_cast<uint64_t>(meta.chunk) * chunk_values || offset >= whole ||
+      whole <= chunk_values) {
+    return Status::InvalidArgument(
+        "chunk " + std::to_string(meta.chunk) + " of key " + std::to_string(data.keys[0]) +
+        " at value " + std::to_string(offset) + " of " + std::to_string(whole) +
+        " does not match the job's chunks of " + std::to_string(chunk_values) + " values");
+  }
+  uint64_t expect = std::min<uint64_t>(chunk_values, whole - offset);
+  if (expect > UINT32_MAX) return Status::InvalidArgument("chunk too long");
+  if (meta.push && data.vals.size() != expect) {
+    return Status::InvalidArgument("chunk " + std::to_string(meta.chunk) + " of key " +
+                                   std::to_string(data.keys[0]) + " carries " +
+                                   std::to_string(data.vals.size()) + " values; expected " +
+                                   std::to_string(expect));
+  }
+  *len = static_cast<uint32_t>(expect);
+  return Status::OK();
 }
 
 OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& options)
@@ -98,6 +136,7 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
   // The handle only splits requests onto the shards' bounded queues: it runs on the
   // data receive thread, so a request crosses one hand-off (to its shard).
   server_ = std::make_unique<KVServer<float>>(app_id, Customer::Delivery::kReceiveThread);
+  server_->AcceptChunks();
   server_->set_request_handle(
       [this](const KVMeta& meta, const KVPairs<float>& data, KVServer<float>*) {
         Handle(meta, data);
@@ -139,9 +178,22 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
       return;
     }
   }
+  uint32_t chunk_len = 0;
+  if (meta.chunk >= 0) {
+    Status bad = CheckChunk(meta, data, &chunk_len);
+    if (!bad.ok()) {
+      server_->ResponseError(meta, bad);
+      answered_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
   auto* req = new Request;
   req->meta = meta;
   req->data = data;
+  if (meta.chunk >= 0) {
+    req->chunk = StoreKey{data.keys[0], meta.chunk, meta.chunk_offset, meta.value_len};
+    req->chunk_len = chunk_len;
+  }
   if (meta.push) {
     if (data.lens.empty()) {
       req->width = data.vals.size() / n;
@@ -155,6 +207,8 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
   std::vector<int> targets;
   if (threads == 1) {
     targets.push_back(0);
+  } else if (meta.chunk >= 0) {
+    targets.push_back(ShardOf(data.keys[0], meta.chunk, threads));
   } else {
     std::vector<std::vector<uint32_t>> by_shard(threads);
     for (size_t i = 0; i < n; ++i) {
@@ -266,7 +320,9 @@ Status OptimizerServer::LoadCheckpoint(const std::string& path) {
   }
   int threads = static_cast<int>(shards_.size());
   std::vector<std::vector<const CheckpointRecord*>> by_shard(threads);
-  for (const CheckpointRecord& r : data.records) by_shard[ShardOf(r.key, threads)].push_back(&r);
+  for (const CheckpointRecord& r : data.records) {
+    by_shard[ShardOf(r.key, r.chunk, threads)].push_back(&r);
+  }
   Status failed;
   for (int t = 0; t < threads; ++t) {
     shards_[t]->RunAndWait([&](ShardStore& store) {
@@ -298,7 +354,7 @@ void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positio
     SArray<float>& out = req->part_vals[part];
     for (size_t i = 0; i < count && failed.ok(); ++i) {
       size_t p = positions ? (*positions)[i] : i;
-      Key key = req->data.keys[p];
+      StoreKey key = req->chunk.chunk >= 0 ? req->chunk : StoreKey{req->data.keys[p]};
       ShardStore::Slot* slot = nullptr;
       if (push) {
         size_t begin = req->offsets.empty() ? p * req->width : req->offsets[p];
@@ -311,6 +367,8 @@ void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positio
           failed = store.Find(key, static_cast<uint32_t>(len), static_cast<uint32_t>(len), &slot);
           if (failed.ok()) optimizer_->Update(slot->values, slot->state(), g, len, ++slot->steps);
         }
+      } else if (req->chunk.chunk >= 0) {
+        failed = store.Find(key, req->chunk_len, req->chunk_len, &slot);
       } else {
         failed = store.Find(key, 0, options_.default_length, &slot);
       }

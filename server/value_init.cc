@@ -15,7 +15,7 @@ double Uniform01(uint64_t seed, Key key, uint64_t i) {
 
 }  // namespace
 
-void ValueInit::Fill(Key key, float* values, size_t n) const {
+void ValueInit::Fill(Key key, float* values, size_t n, uint64_t first) const {
   const double kTwoPi = 6.283185307179586;
   for (size_t i = 0; i < n; ++i) {
     switch (kind) {
@@ -23,11 +23,12 @@ void ValueInit::Fill(Key key, float* values, size_t n) const {
         values[i] = 0.0f;
         break;
       case kUniform:
-        values[i] = static_cast<float>(scale * (2.0 * Uniform01(seed, key, i) - 1.0));
+        values[i] = static_cast<float>(scale * (2.0 * Uniform01(seed, key, first + i) - 1.0));
         break;
       case kNormal: {
         // Box-Muller from two independent counters.
-        double u1 = Uniform01(seed, key, 2 * i), u2 = Uniform01(seed, key, 2 * i + 1);
+        double u1 = Uniform01(seed, key, 2 * (first + i)),
+               u2 = Uniform01(seed, key, 2 * (first + i) + 1);
         values[i] = static_cast<float>(scale * std::sqrt(-2.0 * std::log(u1)) *
                                        std::cos(kTwoPi * u2));
         break;

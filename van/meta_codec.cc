@@ -107,6 +107,7 @@ Status EncodeMeta(const Message& msg, std::string* out) {
     c->set_consistency(m.control.consistency);
     c->set_staleness(m.control.staleness);
     c->set_key_placement(m.control.key_placement);
+    c->set_chunk_bytes(m.control.chunk_bytes);
     if (!m.control.token.empty()) c->set_token(m.control.token);
     c->set_membership_version(m.control.membership_version);
   }
@@ -115,6 +116,11 @@ Status EncodeMeta(const Message& msg, std::string* out) {
   p.set_priority(m.priority);
   p.set_clock(m.clock);
   p.set_compression(m.compression);
+  p.set_pull_compression(m.pull_compression);
+  p.set_part(m.part);
+  p.set_chunk(m.chunk < 0 ? 0u : static_cast<uint32_t>(m.chunk) + 1);
+  p.set_chunk_offset(m.chunk_offset);
+  p.set_value_len(m.value_len);
   p.set_sequence(m.sequence);
   p.set_request_id(m.request_id);
   p.set_incarnation(m.incarnation);
@@ -181,6 +187,14 @@ Status DecodeMeta(const void* bytes, size_t size, const std::vector<size_t>& fra
   meta->priority = p.priority();
   meta->clock = p.clock();
   meta->compression = p.compression();
+  meta->pull_compression = p.pull_compression();
+  meta->part = p.part();
+  if (p.chunk() > static_cast<uint32_t>(std::numeric_limits<int32_t>::max())) {
+    return Status::InvalidArgument("chunk index " + std::to_string(p.chunk()) + " is out of range");
+  }
+  meta->chunk = static_cast<int32_t>(p.chunk()) - 1;
+  meta->chunk_offset = p.chunk_offset();
+  meta->value_len = p.value_len();
   meta->sequence = p.sequence();
   meta->request_id = p.request_id();
   meta->incarnation = p.incarnation();
@@ -201,6 +215,7 @@ Status DecodeMeta(const void* bytes, size_t size, const std::vector<size_t>& fra
     meta->control.consistency = c.consistency();
     meta->control.staleness = c.staleness();
     meta->control.key_placement = c.key_placement();
+    meta->control.chunk_bytes = c.chunk_bytes();
     if (c.token().size() > kMaxTokenBytes) {
       return Status::InvalidArgument("join token of " + std::to_string(c.token().size()) +
                                      " bytes is over the limit");

@@ -20,6 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "chunk_workload.h"
+#include "measure.h"
 #include "node_memory.h"
 #include "optimizer_workload.h"
 #include "ps/ps.h"
@@ -36,19 +38,12 @@ DEFINE_bool(csv, false,
             "print op,size,window,herdps_mbps,raw_mbps,ratio,... lines instead of a table");
 DEFINE_string(server_handle, "store", "server handle: store (by reference) or add (default)");
 DEFINE_string(workload, "kv",
-              "kv: push/pull against raw ZeroMQ; optimizer: server-side optimizer throughput");
+              "kv: push/pull against raw ZeroMQ; optimizer: server-side optimizer throughput; "
+              "chunks: balance and goodput of large tensors chunked vs whole");
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr int kCmdRawPort = 1;  // pull cmd that returns the server's raw port
-
-struct Result {
-  double mbps = 0;
-  double p50_us = 0;
-  double p99_us = 0;
-  int requests = 0;
-};
 
 std::vector<std::string> Split(const std::string& s) {
   std::vector<std::string> out;
@@ -57,88 +52,6 @@ std::vector<std::string> Split(const std::string& s) {
     if (!item.empty()) out.push_back(item);
   }
   return out;
-}
-
-double Percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))];
-}
-
-// Accumulates one transport's requests over several rounds.
-struct Tally {
-  double bytes = 0;    // of the round in progress
-  double seconds = 0;  // of the round in progress
-  int requests = 0;
-  std::vector<double> round_mbps;
-  std::vector<double> latencies_us;
-  void EndRound() {
-    round_mbps.push_back(seconds > 0 ? bytes / seconds / 1e6 : 0);
-    bytes = seconds = 0;
-  }
-  // Goodput is the median over rounds: a stall of the shared machine during one
-  // round does not decide the figure.
-  Result Summary() const {
-    Result r;
-    r.requests = requests;
-    r.mbps = Percentile(round_mbps, 0.5);
-    r.p50_us = Percentile(latencies_us, 0.5);
-    r.p99_us = Percentile(latencies_us, 0.99);
-    return r;
-  }
-};
-
-// Runs `issue` / `complete` with up to `window` requests in flight for `seconds`.
-template <typename Issue, typename Complete>
-void MeasureRound(uint64_t size, int window, double seconds, int max_requests, Issue issue,
-                  Complete complete, Tally* tally) {
-  std::deque<std::pair<int, Clock::time_point>> in_flight;
-  auto start = Clock::now();
-  auto deadline = start + std::chrono::duration<double>(seconds);
-  int issued = 0;
-  while (true) {
-    bool more = Clock::now() < deadline && issued < max_requests;
-    if (more && static_cast<int>(in_flight.size()) < window) {
-      in_flight.emplace_back(issue(), Clock::now());
-      ++issued;
-      continue;
-    }
-    if (in_flight.empty()) break;
-    complete(in_flight.front().first);
-    tally->latencies_us.push_back(
-        std::chrono::duration<double, std::micro>(Clock::now() - in_flight.front().second)
-            .count());
-    in_flight.pop_front();
-  }
-  tally->seconds += std::chrono::duration<double>(Clock::now() - start).count();
-  tally->bytes += static_cast<double>(size) * issued;
-  tally->requests += issued;
-}
-
-// Measures HerdPS and the raw transport in alternating rounds, so that whatever else
-// the machine does in the meantime weighs on both alike.
-template <typename IssueA, typename CompleteA, typename IssueB, typename CompleteB>
-std::pair<Result, Result> MeasurePair(uint64_t size, int window, IssueA issue_a,
-                                      CompleteA complete_a, IssueB issue_b,
-                                      CompleteB complete_b) {
-  for (int i = 0; i < 3; ++i) complete_a(issue_a()), complete_b(issue_b());  // warm-up
-  Tally a, b;
-  int rounds = std::max(1, FLAGS_rounds);
-  double seconds = FLAGS_seconds / rounds;
-  int cap = std::max(1, FLAGS_max_requests / rounds);
-  for (int r = 0; r < rounds; ++r) {
-    // Alternate which goes first, so neither always follows the other.
-    for (int turn = 0; turn < 2; ++turn) {
-      if ((turn == 0) == (r % 2 == 0)) {
-        MeasureRound(size, window, seconds, cap, issue_a, complete_a, &a);
-        a.EndRound();
-      } else {
-        MeasureRound(size, window, seconds, cap, issue_b, complete_b, &b);
-        b.EndRound();
-      }
-    }
-  }
-  return {a.Summary(), b.Summary()};
 }
 
 // The bench server handle: keeps each key's latest values by reference.
@@ -246,8 +159,9 @@ int RunDriver() {
         bench::Op raw_op = op == "push"   ? bench::Op::kPush
                            : op == "pull" ? bench::Op::kPull
                                           : bench::Op::kPushPull;
-        auto [mine, theirs] = MeasurePair(
-            size, window,
+        bench::Budget budget{FLAGS_rounds, FLAGS_seconds, FLAGS_max_requests};
+        auto [mine, theirs] = bench::MeasurePair(
+            budget, size, window,
             [&]() -> int {
               if (op == "push") return kv.ZPush(keys, vals);
               ps::SArray<float>* out = &outs[next_out++ % outs.size()];
@@ -296,8 +210,8 @@ int main(int argc, char* argv[]) {
     std::fprintf(stderr, "bench: --server_handle must be store or add\n");
     return 2;
   }
-  if (FLAGS_workload != "kv" && FLAGS_workload != "optimizer") {
-    std::fprintf(stderr, "bench: --workload must be kv or optimizer\n");
+  if (FLAGS_workload != "kv" && FLAGS_workload != "optimizer" && FLAGS_workload != "chunks") {
+    std::fprintf(stderr, "bench: --workload must be kv, optimizer or chunks\n");
     return 2;
   }
   try {
@@ -309,6 +223,13 @@ int main(int argc, char* argv[]) {
       int rc = ps::IsWorker() ? bench::RunOptimizerWorkload(FLAGS_csv) : 0;
       ps::Finalize(0, true);
       if (servers) bench::ReportOptimizerServerMemory(servers, rss_start);
+      return rc;
+    }
+    if (FLAGS_workload == "chunks") {
+      std::shared_ptr<void> servers;
+      if (ps::IsServer()) servers = bench::StartChunkServers();
+      int rc = ps::IsWorker() ? bench::RunChunkWorkload(FLAGS_csv) : 0;
+      ps::Finalize(0, true);
       return rc;
     }
     std::unique_ptr<ps::KVServer<float>> server;

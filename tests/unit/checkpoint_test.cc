@@ -86,6 +86,9 @@ void ExpectIdentical(const CheckpointData& want, const CheckpointData& got) {
     SCOPED_TRACE("record " + std::to_string(i));
     EXPECT_EQ(got.records[i].key, want.records[i].key);
     EXPECT_EQ(got.records[i].steps, want.records[i].steps);
+    EXPECT_EQ(got.records[i].chunk, want.records[i].chunk);
+    EXPECT_EQ(got.records[i].chunk_offset, want.records[i].chunk_offset);
+    EXPECT_EQ(got.records[i].value_len, want.records[i].value_len);
     EXPECT_TRUE(SameBits(got.records[i].values, want.records[i].values));
     EXPECT_TRUE(SameBits(got.records[i].state, want.records[i].state));
   }
@@ -105,6 +108,11 @@ CheckpointData RandomData(uint32_t state_width, uint32_t seed) {
     r.steps = i % 2 ? -static_cast<int64_t>(i) : (int64_t{1} << 50) + static_cast<int64_t>(i);
     r.values = AwkwardFloats(lengths[i], &rng);
     r.state = AwkwardFloats(lengths[i] * state_width, &rng);
+    if (i == 2) {  // chunk 3 of a key stored in chunks of 17 values
+      r.chunk = 3;
+      r.chunk_offset = 51;
+      r.value_len = 100;
+    }
     d.records.push_back(std::move(r));
   }
   return d;
@@ -115,7 +123,9 @@ CheckpointData SmallData() {
   return {/*state_width=*/1,
           /*pushes_taken=*/42,
           "sgd",
-          {{3, 5, {1.5f, -2.0f}, {0.25f, 0.5f}}, {9, 1, {7.0f}, {-1.0f}}}};
+          {{3, 5, {1.5f, -2.0f}, {0.25f, 0.5f}},
+           {9, 1, {7.0f}, {-1.0f}},
+           {9, 2, {8.0f}, {-2.0f}, /*chunk=*/1, /*chunk_offset=*/1, /*value_len=*/2}}};
 }
 
 // What the caller's struct holds before a failing read; it must survive the failure.
@@ -278,6 +288,54 @@ TEST_F(CheckpointTest, WriteRefusesStateOfTheWrongSizeAndKeepsTheOldFile) {
     ASSERT_TRUE(ReadCheckpoint(path, &read).ok());
     ExpectIdentical(old, read);
   }
+}
+
+}  // namespace
+}  // namespace ps
+
+namespace ps {
+namespace {
+
+// Format 1 (before chunks): the same records without the chunk field.
+TEST_F(CheckpointTest, FormatOneFilesStillRead) {
+  CheckpointData written = RandomData(1, 7);
+  for (auto& r : written.records) r.chunk = -1, r.chunk_offset = r.value_len = 0;
+  // Build the format-1 bytes by hand: header, records without the u32 chunk field.
+  std::string buf("HERDPSCK", 8);
+  auto put = [&buf](const auto& v) { buf.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
+  put(uint32_t{1});
+  put(written.state_width);
+  put(written.pushes_taken);
+  put(static_cast<uint64_t>(written.records.size()));
+  put(static_cast<uint32_t>(written.optimizer.size()));
+  buf += written.optimizer;
+  for (const auto& r : written.records) {
+    put(r.key);
+    put(static_cast<uint32_t>(r.values.size()));
+    put(r.steps);
+    buf.append(reinterpret_cast<const char*>(r.values.data()), r.values.size() * 4);
+    buf.append(reinterpret_cast<const char*>(r.state.data()), r.state.size() * 4);
+  }
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : buf) h = (h ^ c) * 0x100000001b3ULL;
+  put(h);
+  std::string path = PathOf("v1");
+  std::ofstream(path, std::ios::binary) << buf;
+  CheckpointData read = Sentinel();
+  Status s = ReadCheckpoint(path, &read);
+  ASSERT_TRUE(s.ok()) << s;
+  ExpectIdentical(written, read);
+}
+
+TEST_F(CheckpointTest, ChunkThatDoesNotFitItsKeyIsDataLoss) {
+  CheckpointData bad = SmallData();
+  bad.records[2].chunk_offset = 2;  // at the key's end: no room for its value
+  std::string path = PathOf("badchunk");
+  ASSERT_TRUE(WriteCheckpoint(path, bad).ok());
+  CheckpointData read = Sentinel();
+  Status s = ReadCheckpoint(path, &read);
+  EXPECT_EQ(s.code(), Status::Code::kDataLoss) << s;
+  EXPECT_NE(s.message().find("chunk"), std::string::npos) << s;
 }
 
 }  // namespace

@@ -25,7 +25,7 @@ class RoundsTest : public ::testing::Test {
     store_ = std::make_unique<ShardStore>(optimizer_.get(), ValueInit());
   }
   Status Push(Key key, std::vector<float> g, int64_t clock) {
-    return store_->Aggregate(key, g.data(), static_cast<uint32_t>(g.size()), clock);
+    return store_->Aggregate(StoreKey{key}, g.data(), static_cast<uint32_t>(g.size()), clock);
   }
   std::vector<float> Value(Key key) {
     ShardStore::Slot* slot = nullptr;

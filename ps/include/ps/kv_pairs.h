@@ -33,9 +33,17 @@ struct KVMeta {
   // The worker's clock when it sent the request (KVWorker::CurrentClock); -1 from a
   // sender that does not keep clocks.
   int64_t clock = -1;
+  // A request of a value longer than the job's chunk size carries one chunk of it
+  // (docs/pipeline.md): its index (-1: whole values), the position of its first value
+  // within the key's value, and the key's whole length. Only server apps that take
+  // chunks (KVServer::AcceptChunks) see chunk >= 0.
+  int chunk = -1;
+  uint64_t chunk_offset = 0;
+  uint64_t value_len = 0;
   // The request's identity, echoed in the answer; not for apps to change.
   uint64_t request_id = 0;
   uint64_t incarnation = 0;
+  uint32_t part = 0;
 };
 
 }  // namespace ps

@@ -104,6 +104,13 @@ class KVServer : public SimpleApp {
 
   int app_id() const { return app_id_; }
 
+  // Declares that the handle takes chunks of large values (KVMeta::chunk >= 0): it
+  // must store chunk c of key k apart from the key's other chunks and from a whole
+  // value of k. A server app that does not declare it answers such requests with
+  // Unimplemented, and workers then send those keys whole (docs/pipeline.md).
+  // Call before set_request_handle.
+  void AcceptChunks() { accept_chunks_ = true; }
+
  private:
   Message Answer(const KVMeta& req) {
     Message msg;
@@ -116,6 +123,8 @@ class KVServer : public SimpleApp {
     msg.meta.timestamp = req.timestamp;
     msg.meta.request_id = req.request_id;
     msg.meta.incarnation = req.incarnation;
+    msg.meta.part = req.part;
+    msg.meta.chunk = req.chunk;
     msg.meta.recipient = req.sender;
     return msg;
   }
@@ -140,6 +149,14 @@ class KVServer : public SimpleApp {
     meta.app_id = msg.meta.app_id;
     meta.request_id = msg.meta.request_id;
     meta.incarnation = msg.meta.incarnation;
+    meta.part = msg.meta.part;
+    meta.chunk = msg.meta.chunk;
+    meta.chunk_offset = msg.meta.chunk_offset;
+    meta.value_len = msg.meta.value_len;
+    if (meta.chunk >= 0 && !accept_chunks_) {
+      ResponseError(meta, Status::Unimplemented(kChunksRefused));
+      return;
+    }
     KVPairs<Val> data;
     Status s = ParseKVPairs<Val>(msg, /*need_sorted=*/true, &data);
     if (s.ok() && meta.push && data.vals.empty() && !data.keys.empty()) {
@@ -163,6 +180,7 @@ class KVServer : public SimpleApp {
 
   const int app_id_;
   bool closed_ = false;
+  bool accept_chunks_ = false;
   LogLimiter reject_log_;
   LogLimiter answer_log_;  // answers that could not be sent
   ReqHandle request_handle_;

@@ -92,6 +92,12 @@ class OptimizerServer {
 
   // Which shard of `threads` owns `key`.
   static int ShardOf(Key key, int threads);
+  // The shard of chunk `chunk` of key (-1: the whole key). Chunk 0 shares the key's
+  // shard, so that a shard can tell a whole key from a chunked one.
+  static int ShardOf(Key key, int32_t chunk, int threads);
+  // Checks a chunk request's layout against the job's chunk size; sets *len to the
+  // chunk's length.
+  static Status CheckChunk(const KVMeta& meta, const KVPairs<float>& data, uint32_t* len);
 
  private:
   struct Request;

@@ -68,6 +68,13 @@ struct Config {
   // PS_KEY_PLACEMENT: ring (default) | range. Only the scheduler's counts, as above.
   ConsistentHashRing::Placement key_placement = ConsistentHashRing::kRing;
   bool key_placement_set = false;
+  // PS_CHUNK_BYTES: a key's value longer than this travels, and is stored, in chunks
+  // of this many bytes spread over the servers (docs/pipeline.md); 0 turns chunking
+  // off. Only the scheduler's counts, as above.
+  static constexpr uint64_t kDefaultChunkBytes = uint64_t{4} << 20;
+  static constexpr uint64_t kMinChunkBytes = 1024;
+  uint64_t chunk_bytes = kDefaultChunkBytes;
+  bool chunk_bytes_set = false;
 
   // Fills `config` from `getenv`. Each PS_* name also accepts its ps-lite alias
   // (DMLC_ROLE, DMLC_NUM_WORKER, DMLC_NUM_SERVER, DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT,

@@ -42,6 +42,11 @@ class ConsistentHashRing {
 
   // The rank of the server that owns `key`.
   int ServerOf(Key key) const;
+  // The rank of the server that owns chunk `chunk` of a value stored in chunks
+  // (docs/pipeline.md): chunk 0 on the key's own server, chunk c on the c-th server
+  // after it in rank order (wrapping around), so a large value's chunks spread evenly
+  // over the servers, whatever the placement.
+  int ServerOfChunk(Key key, uint32_t chunk) const;
 
   Placement placement() const { return placement_; }
   bool empty() const { return servers_.empty(); }

@@ -13,6 +13,11 @@
 
 namespace ps {
 
+// The status message (code Unimplemented) of a server app that was sent a chunk of a
+// large value but takes whole values only; workers then send that key whole.
+constexpr const char kChunksRefused[] =
+    "this server app takes whole values only (its KVServer does not AcceptChunks)";
+
 // Prefix sums of lens (size n+1): key i's values are [offsets[i], offsets[i+1]).
 inline std::vector<size_t> ValueOffsets(const int* lens, size_t n) {
   std::vector<size_t> offsets(n + 1, 0);
@@ -27,74 +32,29 @@ void AppendKVPairs(const KVPairs<Val>& kvs, Message* msg) {
   if (!kvs.lens.empty()) msg->AddData(kvs.lens);
 }
 
+// The frames of a KV message, viewed without copying: keys, values as bytes, lens.
+struct KVFrames {
+  SArray<Key> keys;
+  SArray<char> vals;
+  SArray<int> lens;
+};
+
 // Checks frame types and that lens / vals agree with the keys; `need_sorted` also
-// checks keys are ascending and unique. Views the frames without copying. Returns
-// InvalidArgument saying what is wrong.
+// checks keys are ascending and unique. `type` / `elem_size` are the value type the
+// receiver stores. Views the frames without copying. Returns InvalidArgument saying
+// what is wrong. (Non-template: the typed ParseKVPairs below and the worker's request
+// pipeline share it.)
+Status ParseKVFrames(const Message& msg, bool need_sorted, DataType type, size_t elem_size,
+                     KVFrames* frames);
+
 template <typename Val>
 Status ParseKVPairs(const Message& msg, bool need_sorted, KVPairs<Val>* kvs) {
-  const auto& types = msg.meta.data_type;
-  size_t frames = msg.data.size();
-  if (types.size() != frames) {
-    return Status::InvalidArgument("KV message lists " + std::to_string(types.size()) +
-                                   " frame types for " + std::to_string(frames) + " frames");
-  }
-  if (frames < 1 || frames > 3) {
-    return Status::InvalidArgument("KV message has " + std::to_string(frames) +
-                                   " data frames; expected keys, vals and optional lens");
-  }
-  if (types[0] != DataType::kUInt64) {
-    return Status::InvalidArgument(std::string("keys frame holds ") + DataTypeName(types[0]) +
-                                   ", expected uint64");
-  }
-  if (frames >= 2 && types[1] != DataTypeOf<Val>() && !msg.data[1].empty()) {
-    return Status::InvalidArgument(std::string("values are ") + DataTypeName(types[1]) +
-                                   " but this node stores " + DataTypeName(DataTypeOf<Val>()) +
-                                   "; use the same value type on workers and servers");
-  }
-  if (frames == 3 && types[2] != DataType::kInt32) {
-    return Status::InvalidArgument(std::string("lens frame holds ") + DataTypeName(types[2]) +
-                                   ", expected int32");
-  }
-  if (msg.data[0].size() % sizeof(Key) != 0) {
-    return Status::InvalidArgument("keys frame is not a whole number of keys");
-  }
-  if (frames >= 2 && msg.data[1].size() % sizeof(Val) != 0) {
-    return Status::InvalidArgument("values frame is not a whole number of values");
-  }
-  if (frames == 3 && msg.data[2].size() % sizeof(int) != 0) {
-    return Status::InvalidArgument("lens frame is not a whole number of lengths");
-  }
-  kvs->keys = SArray<Key>(msg.data[0]);
-  kvs->vals = frames >= 2 ? SArray<Val>(msg.data[1]) : SArray<Val>();
-  kvs->lens = frames == 3 ? SArray<int>(msg.data[2]) : SArray<int>();
-  size_t n = kvs->keys.size();
-  if (need_sorted) {
-    for (size_t i = 1; i < n; ++i) {
-      if (kvs->keys[i] <= kvs->keys[i - 1]) {
-        return Status::InvalidArgument("keys are not sorted ascending and unique at position " +
-                                       std::to_string(i));
-      }
-    }
-  }
-  if (!kvs->lens.empty()) {
-    if (kvs->lens.size() != n) {
-      return Status::InvalidArgument(std::to_string(kvs->lens.size()) + " lens for " +
-                                     std::to_string(n) + " keys");
-    }
-    size_t sum = 0;
-    for (int len : kvs->lens) {
-      if (len < 0) return Status::InvalidArgument("negative value length");
-      sum += static_cast<size_t>(len);
-    }
-    if (sum != kvs->vals.size()) {
-      return Status::InvalidArgument("lens add up to " + std::to_string(sum) + " values but " +
-                                     std::to_string(kvs->vals.size()) + " arrived");
-    }
-  } else if (!kvs->vals.empty() && (n == 0 || kvs->vals.size() % n != 0)) {
-    return Status::InvalidArgument(std::to_string(kvs->vals.size()) +
-                                   " values do not divide evenly over " + std::to_string(n) +
-                                   " keys");
-  }
+  KVFrames frames;
+  Status s = ParseKVFrames(msg, need_sorted, DataTypeOf<Val>(), sizeof(Val), &frames);
+  if (!s.ok()) return s;
+  kvs->keys = frames.keys;
+  kvs->vals = SArray<Val>(frames.vals);
+  kvs->lens = frames.lens;
   return Status::OK();
 }
 

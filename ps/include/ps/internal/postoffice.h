@@ -140,6 +140,9 @@ class Postoffice {
   // the ring's; key_placement() says which holds.
   const std::vector<Range>& GetServerKeyRanges();
   ConsistentHashRing::Placement key_placement() const { return key_placement_; }
+  // The job's chunk size (PS_CHUNK_BYTES as the scheduler has it): values longer than
+  // this travel and are stored in chunks; 0: whole. Set once the node has joined.
+  uint64_t chunk_bytes() const { return chunk_bytes_; }
   // Whether this node replaces a dead one (ps-lite's recovery). HerdPS does not
   // replace dead nodes yet: always false.
   bool is_recovery() const { return false; }
@@ -226,6 +229,7 @@ class Postoffice {
   std::unique_ptr<ClockClient> clocks_;
   ConsistencyModel consistency_;  // set before joined_, read after
   ConsistentHashRing::Placement key_placement_ = ConsistentHashRing::kRing;  // likewise
+  uint64_t chunk_bytes_ = 0;  // likewise
   std::mutex key_ranges_mu_;
   std::vector<Range> key_ranges_;  // GetServerKeyRanges, made on first use
   Node my_node_;

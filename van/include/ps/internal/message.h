@@ -81,6 +81,7 @@ struct Control {
   int consistency = 0;
   int staleness = 0;
   int key_placement = 0;  // ConsistentHashRing::Placement
+  uint64_t chunk_bytes = 0;  // the job's chunk size (PS_CHUNK_BYTES)
   std::string token;     // kAddNode request: the job token
   uint64_t membership_version = 0;
   bool empty() const { return cmd == kData; }
@@ -105,7 +106,12 @@ struct Meta {
   std::string status_message;
   int priority = 0;
   int64_t clock = -1;
-  int compression = 0;
+  int compression = 0;              // codec of the values frame; 0 = raw
+  int pull_compression = 0;         // pull request: codec the answer may use
+  uint32_t part = 0;                // the part of its request (echoed in answers)
+  int32_t chunk = -1;               // the chunk carried, -1 for whole values
+  uint64_t chunk_offset = 0;        // its first value's position within the key
+  uint64_t value_len = 0;           // a chunk's key: its whole value length
   uint64_t sequence = 0;            // reliable delivery; 0 = not tracked
   uint64_t request_id = 0;          // 64-bit request id (answers echo it)
   uint64_t incarnation = 0;         // the requesting customer's incarnation (echoed)

@@ -1,0 +1,141 @@
+// RequestPipeline: the untyped core of KVWorker. It turns one push / pull into parts
+// and the parts' answers back into one result:
+//
+//   issue:   validate -> slice by key placement -> chunk large values -> encode -> send
+//   answer:  match the part -> decode -> check -> (last part) assemble -> deliver
+//
+// A part is one message to one server: the keys of the request that server owns, or
+// one chunk of a value longer than the job's chunk size (PS_CHUNK_BYTES; chunk c of a
+// key lives on the server ConsistentHashRing::ServerOfChunk names). Parts carry their
+// index (meta.part), which answers echo, so a request may have several answers from
+// one server. Values are handled as bytes of `elem_size`; KVWorker<Val> is a thin
+// typed layer over this class.
+//
+// Copies: the caller's arrays are sent as they are when one server owns every key and
+// nothing is chunked or encoded; a chunk's values are a view into the caller's array;
+// keys split over several servers are copied once into their parts. A pull writes each
+// answer once into the result (straight into the caller's array when it is sized).
+//
+// Thread safety: Issue may be called from several threads at once; Process runs on
+// the node's receive thread, Abort on its control thread.
+#ifndef PS_INTERNAL_REQUEST_PIPELINE_H_
+#define PS_INTERNAL_REQUEST_PIPELINE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ps/base.h"
+#include "ps/internal/customer.h"
+#include "ps/internal/log_limiter.h"
+#include "ps/internal/message.h"
+#include "ps/sarray.h"
+#include "ps/status.h"
+
+namespace ps {
+
+// One request as the typed layer hands it over.
+struct PipelineRequest {
+  bool push = false;
+  bool pull = false;
+  int cmd = 0;
+  int priority = 0;
+  SArray<Key> keys;
+  SArray<char> vals;  // push: the values, as bytes
+  SArray<int> lens;   // push: values per key; empty: the same number for every key
+  std::function<void()> callback;
+  // Pull: the caller's output array when it already has a size (the result is written
+  // into it; it must then hold exactly the values pulled), and where the result goes.
+  SArray<char> sized_output;
+  std::function<Status(const SArray<char>& vals, const SArray<int>& lens)> deliver;
+  // Parts made by the caller's slicer (ps-lite's KVWorker::set_slicer): when `sliced`
+  // is true they replace placement and chunking.
+  struct Slice {
+    int server = 0;                   // rank
+    std::vector<uint32_t> positions;  // of its keys in `keys`
+    SArray<Key> keys;
+    SArray<char> vals;
+    SArray<int> lens;
+  };
+  bool sliced = false;
+  std::vector<Slice> slices;
+};
+
+class RequestPipeline {
+ public:
+  // `customer` issues the requests (owned by the caller, outlives this). Values are
+  // elements of `type`, `elem_size` bytes each.
+  RequestPipeline(Customer* customer, DataType type, size_t elem_size);
+  ~RequestPipeline();
+
+  // Sends the request's parts; returns its timestamp (Customer::WaitRequest). Throws
+  // ps::Error on misuse: bad shapes, no output for a pull, use before ps::Start, a
+  // codec on values that are not float. `what` names the call in messages.
+  int Issue(PipelineRequest request, const char* what);
+
+  // An answer for this customer (the receive thread).
+  void Process(Message& msg);
+  // Ends a request early (Customer::AbortHandle).
+  void Abort(int timestamp, uint64_t request_id, const Status& status);
+
+  // Chunking of values longer than the job's chunk size: on by default; off sends
+  // every value whole (to its key's server). Requests issued afterwards follow it.
+  void set_chunking(bool on) { chunking_.store(on, std::memory_order_relaxed); }
+
+  // Timestamps of pushes in flight (KVWorker::Clock waits for them).
+  std::vector<int> PushesInFlight();
+
+  struct Counters {
+    uint64_t push_value_bytes = 0;  // value bytes of pushes as sent (encoded)
+    uint64_t push_raw_bytes = 0;    // the same values before encoding
+    uint64_t push_key_bytes = 0;    // key and length bytes of pushes
+    uint64_t parts = 0;             // messages sent
+    uint64_t chunks = 0;            // of those, chunks of large values
+  };
+  Counters counters() const;
+  uint64_t dropped_answers() const { return dropped_answers_.load(); }
+  uint64_t stale_answers() const { return stale_answers_.load(); }
+
+ private:
+  struct Part;
+  struct Pending;
+
+  void Plan(const PipelineRequest& req, const char* what, Pending* p,
+            std::vector<Message>* messages);
+  Status TakeAnswer(Part& part, const Pending& p, Message& msg);
+  // A message sending the key of chunk part `chunk` whole, added to p as a new part.
+  Message WholeKeyPart(Pending& p, const Part& chunk);
+  // Sends; a part that cannot leave fails as if its server had answered the error.
+  void SendPart(Message& msg);
+  void Finish(Pending& p, bool on_receive_thread);
+  Status Assemble(Pending& p, SArray<char>* vals, SArray<int>* lens);
+  uint64_t ChunkValues() const;
+
+  Customer* const customer_;
+  const DataType type_;
+  const size_t elem_size_;
+
+  std::mutex mu_;  // guards pending_ and known_lens_
+  std::unordered_map<uint64_t, std::unique_ptr<Pending>> pending_;  // by request id
+  // Lengths of chunked keys this worker pushed or pulled, so that later pulls of them
+  // can be split into the same chunks.
+  std::unordered_map<Key, uint64_t> known_lens_;
+
+  mutable std::mutex counters_mu_;
+  Counters counters_;
+  std::atomic<bool> chunking_{true};
+  std::atomic<bool> chunks_refused_{false};  // the server app takes whole values only
+  std::atomic<uint64_t> dropped_answers_{0};
+  std::atomic<uint64_t> stale_answers_{0};
+  LogLimiter failure_log_;
+  LogLimiter stray_log_;
+};
+
+}  // namespace ps
+
+#endif  // PS_INTERNAL_REQUEST_PIPELINE_H_
