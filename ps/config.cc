@@ -174,22 +174,30 @@ Status Config::FromEnvironment(Config* c, const Getenv& getenv) {
   in_addr numeric{};
   if ((text = Lookup(getenv, "PS_NODE_HOST", "DMLC_NODE_HOST"))) {
     cfg.node_host = text;
+    cfg.node_host_source = "PS_NODE_HOST";
   } else if (cfg.role == Node::kSchedulerRole &&
              inet_pton(AF_INET, cfg.scheduler_host.c_str(), &numeric) == 1) {
     // The address every node dials is the scheduler's to bind, as in ps-lite (an
     // interface's address could be another one, where nobody connects).
     cfg.node_host = cfg.scheduler_host;
+    cfg.node_host_source = "PS_SCHEDULER_URI";
   } else if (!cfg.interface.empty()) {
     cfg.node_host = AddressOfInterface(cfg.interface);
     if (cfg.node_host.empty()) {
       return Status::InvalidArgument("PS_INTERFACE='" + cfg.interface +
                                      "' has no IPv4 address; set PS_NODE_HOST instead");
     }
+    cfg.node_host_source = "PS_INTERFACE=" + cfg.interface;
   } else if (IsLoopback(cfg.scheduler_host)) {
     cfg.node_host = "127.0.0.1";
+    cfg.node_host_source = "loopback, as the scheduler's address";
   } else {
     cfg.node_host = FirstExternalAddress();
-    if (cfg.node_host.empty()) cfg.node_host = "127.0.0.1";
+    cfg.node_host_source = "this host's first non-loopback address";
+    if (cfg.node_host.empty()) {
+      cfg.node_host = "127.0.0.1";
+      cfg.node_host_source = "loopback: this host has no other address";
+    }
   }
   if ((text = Lookup(getenv, "DMLC_USE_KUBERNETES", nullptr)) && std::atoi(text) != 0 &&
       cfg.role == Node::kSchedulerRole) {

@@ -171,6 +171,11 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
       my_node_.port = van_->port();
       my_node_.endpoint = van_->endpoint();
       my_node_.control_endpoint = van_->control_endpoint();
+      // One line per node, always: on several hosts the first thing to check is which
+      // address each node chose and why.
+      LOG(INFO) << RoleName(config_.role) << " listening at " << my_node_.endpoint
+                << " (control " << my_node_.control_endpoint << "; address from "
+                << config_.node_host_source << ")";
       if (is_scheduler()) {
         if (config_.job_token.empty()) {
           LOG(WARNING) << "PS_JOB_TOKEN is not set: this job is open, any process that "

@@ -21,8 +21,10 @@ struct Config {
   std::string scheduler_host;           // PS_SCHEDULER_URI
   int scheduler_port = 0;               // PS_SCHEDULER_PORT
   // PS_NODE_HOST, else on the scheduler PS_SCHEDULER_URI when it is a numeric IPv4
-  // address (as ps-lite binds the root URI), else PS_INTERFACE's address.
+  // address (as ps-lite binds the root URI), else PS_INTERFACE's address, else
+  // loopback when the scheduler is there, else this host's first non-loopback address.
   std::string node_host;
+  std::string node_host_source;  // which of those gave node_host (logged at start)
   // Where the scheduler binds instead of node_host: 0.0.0.0 with ps-lite's
   // DMLC_USE_KUBERNETES (non-zero); empty otherwise.
   std::string bind_host;
