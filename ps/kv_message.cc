@@ -1,5 +1,10 @@
 #include "ps/internal/kv_message.h"
 
+#include <algorithm>
+#include <cmath>
+
+#include "ps/internal/codec_frame.h"
+
 namespace ps {
 
 Status ParseKVFrames(const Message& msg, bool need_sorted, DataType type, size_t elem_size,
@@ -69,6 +74,77 @@ Status ParseKVFrames(const Message& msg, bool need_sorted, DataType type, size_t
                                    " keys");
   }
   return Status::OK();
+}
+
+Status DecodeCompressedValues(Message* msg) {
+  if (msg->meta.compression == 0) return Status::OK();
+  const auto& types = msg->meta.data_type;
+  const size_t frames = msg->data.size();
+  if (types.size() != frames || frames < 2 || frames > 3) {
+    return Status::InvalidArgument("compressed KV message has " + std::to_string(frames) +
+                                   " data frames; expected keys, a compressed frame and "
+                                   "optional lens");
+  }
+  if (types[0] != DataType::kUInt64 || msg->data[0].size() % sizeof(Key) != 0) {
+    return Status::InvalidArgument("compressed KV message: keys frame is not uint64 keys");
+  }
+  if (frames == 3 && (types[2] != DataType::kInt32 || msg->data[2].size() % sizeof(int) != 0)) {
+    return Status::InvalidArgument("compressed KV message: lens frame is not int32");
+  }
+  const SArray<char>& frame = msg->data[1];
+  FrameInfo info;
+  Status s = InspectFrame(frame.data(), frame.size(), &info);
+  if (!s.ok()) return Status::InvalidArgument("compressed values: " + s.message());
+  if (static_cast<int>(info.codec) != msg->meta.compression) {
+    return Status::InvalidArgument(std::string("compressed values: the frame is ") +
+                                   CodecName(info.codec) + " but the message says codec " +
+                                   std::to_string(msg->meta.compression));
+  }
+  const size_t keys = msg->data[0].size() / sizeof(Key);
+  if (frames == 3) {
+    SArray<int> lens(msg->data[2]);
+    uint64_t sum = 0;
+    for (int len : lens) sum += len < 0 ? UINT64_MAX / 2 : static_cast<uint64_t>(len);
+    if (lens.size() != keys || sum != info.count) {
+      return Status::InvalidArgument("compressed values: the frame decodes to " +
+                                     std::to_string(info.count) +
+                                     " values, which the lens do not describe");
+    }
+  } else if (keys == 0 ? info.count != 0 : info.count % keys != 0) {
+    return Status::InvalidArgument("compressed values: " + std::to_string(info.count) +
+                                   " values do not divide evenly over " +
+                                   std::to_string(keys) + " keys");
+  }
+  // The decoded values are bounded by what a message may hold: a frame cannot make a
+  // node allocate more than a raw message of the same count would.
+  if (info.count > (uint64_t{1} << 40) / sizeof(float)) {
+    return Status::InvalidArgument("compressed values: " + std::to_string(info.count) +
+                                   " values is over the limit");
+  }
+  SArray<float> decoded(static_cast<size_t>(info.count));
+  s = DecodeFrame(frame.data(), frame.size(), decoded.data(), decoded.size());
+  if (!s.ok()) return Status::InvalidArgument("compressed values: " + s.message());
+  msg->data[1] = SArray<char>(decoded);
+  msg->meta.data_type[1] = DataType::kFloat;
+  msg->meta.compression = 0;
+  return Status::OK();
+}
+
+void EncodeValuesAsFp16(Message* msg) {
+  if (msg->data.size() < 2 || msg->meta.data_type[1] != DataType::kFloat) return;
+  // Finite values beyond the half range are sent as +-65504, as the fp16 codec does,
+  // not as infinity.
+  SArray<float> vals(msg->data[1]);
+  SArray<char> frame;
+  char* body = BeginFrame(Codec::kFp16, vals.size(), vals.size() * sizeof(uint16_t), &frame);
+  for (size_t i = 0; i < vals.size(); ++i) {
+    float v = vals[i];
+    if (std::isfinite(v)) v = std::max(-65504.0f, std::min(65504.0f, v));
+    StoreLE(FloatToHalf(v), body + i * sizeof(uint16_t));
+  }
+  msg->data[1] = frame;
+  msg->meta.data_type[1] = DataType::kChar;
+  msg->meta.compression = static_cast<int>(Codec::kFp16);
 }
 
 }  // namespace ps

@@ -63,6 +63,41 @@ RequestPipeline::RequestPipeline(Customer* customer, DataType type, size_t elem_
 
 RequestPipeline::~RequestPipeline() = default;
 
+void RequestPipeline::set_compression(const CompressionPolicy& policy) {
+  if (policy.compresses() && type_ != DataType::kFloat) {
+    throw Error(std::string("compression needs float values; this KVWorker's are ") +
+                DataTypeName(type_));
+  }
+  std::vector<std::unique_ptr<Compressor>> compressors;
+  auto make = [&compressors](const CodecSpec& spec) {
+    compressors.push_back(spec.codec == Codec::kNone ? nullptr : Compressor::Create(spec));
+  };
+  make(policy.push);
+  for (const auto& r : policy.ranges) make(r.second);
+  policy_ = policy;
+  compressors_ = std::move(compressors);
+  compress_pushes_ = false;
+  for (const auto& c : compressors_) compress_pushes_ |= c != nullptr;
+}
+
+void RequestPipeline::ClearResiduals() {
+  std::lock_guard<std::mutex> lock(residual_mu_);
+  residuals_.Clear();
+}
+
+size_t RequestPipeline::residual_floats() {
+  std::lock_guard<std::mutex> lock(residual_mu_);
+  return residuals_.floats();
+}
+
+size_t RequestPipeline::CodecIndex(Key key) const {
+  for (size_t i = 0; i < policy_.ranges.size(); ++i) {
+    const Range& r = policy_.ranges[i].first;
+    if (key >= r.begin() && key < r.end()) return i + 1;
+  }
+  return 0;
+}
+
 uint64_t RequestPipeline::ChunkValues() const {
   uint64_t bytes = Postoffice::Get()->chunk_bytes();
   if (bytes == 0) return 0;
@@ -106,6 +141,9 @@ int RequestPipeline::Issue(PipelineRequest req, const char* what) {
   p->deliver = std::move(req.deliver);
   std::vector<Message> messages;
   Plan(req, what, p.get(), &messages);
+  std::vector<uint64_t> raw_bytes;
+  for (const Message& m : messages) raw_bytes.push_back(m.data.size() > 1 ? m.data[1].size() : 0);
+  if (req.push && compress_pushes_) Encode(req, *p, &messages);
 
   std::vector<int> server_ids;
   for (const Part& part : p->parts) {
@@ -133,7 +171,7 @@ int RequestPipeline::Issue(PipelineRequest req, const char* what) {
       const Message& m = messages[i];
       counters_.push_key_bytes += m.data[0].size() + (m.data.size() > 2 ? m.data[2].size() : 0);
       counters_.push_value_bytes += m.data[1].size();
-      counters_.push_raw_bytes += m.data[1].size();
+      counters_.push_raw_bytes += raw_bytes[i];
     }
   }
   for (Message& msg : messages) {
@@ -171,6 +209,7 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what, Pending
   head.meta.pull = req.pull;
   head.meta.head = req.cmd;
   head.meta.priority = req.priority;
+  if (req.pull && policy_.pull_fp16) head.meta.pull_compression = static_cast<int>(Codec::kFp16);
   auto add_part = [&](Part part, const SArray<Key>& keys, const SArray<char>& vals,
                       const SArray<int>& lens, uint64_t value_len) {
     Message msg;
@@ -248,20 +287,25 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what, Pending
   }
   if (req.pull) p->chunked_len = chunked;
 
-  // Whole keys: one part per server that owns some.
+  // Whole keys: one part per server that owns some (and, with codecs per key range,
+  // per codec, so that each part is one frame of one codec).
   const ConsistentHashRing& ring = po->ring();
-  std::vector<std::vector<uint32_t>> whole(num_servers);
+  const size_t codecs = req.push && compress_pushes_ ? compressors_.size() : 1;
+  std::vector<std::vector<uint32_t>> whole(static_cast<size_t>(num_servers) * codecs);
   size_t servers_used = 0;
   size_t whole_keys = 0;
   for (size_t i = 0; i < n; ++i) {
     if (!chunked.empty() && chunked[i]) continue;
-    auto& list = whole[num_servers == 1 ? 0 : ring.ServerOf(req.keys[i])];
+    size_t group = num_servers == 1 ? 0 : static_cast<size_t>(ring.ServerOf(req.keys[i]));
+    if (codecs > 1) group = group * codecs + CodecIndex(req.keys[i]);
+    auto& list = whole[group];
     servers_used += list.empty();
     list.push_back(static_cast<uint32_t>(i));
     ++whole_keys;
   }
-  for (int r = 0; r < num_servers; ++r) {
-    if (whole[r].empty()) continue;
+  for (size_t g = 0; g < whole.size(); ++g) {
+    if (whole[g].empty()) continue;
+    const int r = static_cast<int>(g / codecs);
     Part part;
     part.server = r;
     if (servers_used == 1 && whole_keys == n) {
@@ -270,7 +314,7 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what, Pending
       add_part(std::move(part), req.keys, req.vals, req.lens, 0);
       continue;
     }
-    const std::vector<uint32_t>& pos = whole[r];
+    const std::vector<uint32_t>& pos = whole[g];
     SArray<Key> keys(pos.size());
     SArray<int> lens;
     SArray<char> vals;
@@ -328,6 +372,77 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what, Pending
       }
       add_part(std::move(part), keys, vals, lens, len);
     }
+  }
+}
+
+void RequestPipeline::Encode(const PipelineRequest& req, const Pending& p,
+                             std::vector<Message>* messages) {
+  const size_t n = req.keys.size();
+  const size_t width = req.lens.empty() && n ? req.vals.size() / elem_size_ / n : 0;
+  auto len_of = [&](size_t i) -> size_t {
+    return req.lens.empty() ? width : static_cast<size_t>(req.lens[i]);
+  };
+  std::vector<SArray<char>> frames(messages->size());
+  std::vector<Codec> used(messages->size(), Codec::kNone);
+  std::vector<float> gathered;
+  std::lock_guard<std::mutex> lock(residual_mu_);
+  // A value a codec refuses (not finite) throws: the residuals already moved are put
+  // back, and nothing is sent.
+  std::vector<std::pair<float*, std::vector<float>>> undo;
+  try {
+    for (size_t m = 0; m < messages->size(); ++m) {
+      const Part& part = p.parts[m];
+      const Key first = req.keys[part.positions.empty() ? 0 : part.positions[0]];
+      const Compressor* codec = compressors_[CodecIndex(first)].get();
+      if (!codec) continue;
+      SArray<float> g((*messages)[m].data[1]);
+      float* residual = nullptr;
+      const bool one_slice = part.chunk >= 0 || part.positions.size() == 1 ||
+                             (part.positions.empty() && n == 1);
+      if (one_slice) {
+        residual = residuals_.Get(first, part.chunk, g.size());
+        undo.emplace_back(residual, std::vector<float>(residual, residual + g.size()));
+      } else {
+        // Several keys in one frame: their residuals side by side, as the values are.
+        gathered.resize(g.size());
+        size_t at = 0;
+        const size_t keys = part.positions.empty() ? n : part.positions.size();
+        for (size_t j = 0; j < keys; ++j) {
+          const size_t i = part.positions.empty() ? j : part.positions[j];
+          const size_t len = len_of(i);
+          const float* r = residuals_.Get(req.keys[i], -1, len);
+          std::copy(r, r + len, gathered.data() + at);
+          at += len;
+        }
+        residual = gathered.data();
+      }
+      codec->Encode(g.data(), g.size(), residual, nonce_.fetch_add(1), &frames[m]);
+      used[m] = codec->spec().codec;
+      if (!one_slice) {
+        size_t at = 0;
+        const size_t keys = part.positions.empty() ? n : part.positions.size();
+        for (size_t j = 0; j < keys; ++j) {
+          const size_t i = part.positions.empty() ? j : part.positions[j];
+          const size_t len = len_of(i);
+          float* r = residuals_.Get(req.keys[i], -1, len);
+          undo.emplace_back(r, std::vector<float>(r, r + len));
+          std::copy(gathered.data() + at, gathered.data() + at + len, r);
+          at += len;
+        }
+      }
+    }
+  } catch (...) {
+    for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
+      std::copy(it->second.begin(), it->second.end(), it->first);
+    }
+    throw;
+  }
+  for (size_t m = 0; m < messages->size(); ++m) {
+    if (frames[m].empty()) continue;
+    Message& msg = (*messages)[m];
+    msg.data[1] = frames[m];
+    msg.meta.data_type[1] = DataType::kChar;
+    msg.meta.compression = static_cast<int>(used[m]);
   }
 }
 
@@ -440,7 +555,15 @@ void RequestPipeline::SendPart(Message& msg) {
 }
 
 Status RequestPipeline::TakeAnswer(Part& part, const Pending& p, Message& msg) {
-  Status s = ParseKVFrames(msg, false, type_, elem_size_, &part.answer);
+  Status s;
+  if (msg.meta.compression != 0) {
+    s = type_ == DataType::kFloat ? DecodeCompressedValues(&msg)
+                                  : Status::InvalidArgument("a compressed answer for " +
+                                                            std::string(DataTypeName(type_)) +
+                                                            " values");
+    if (!s.ok()) return s;
+  }
+  s = ParseKVFrames(msg, false, type_, elem_size_, &part.answer);
   if (!s.ok()) return s;
   // The answer must be for exactly the keys this part asked for.
   const SArray<Key>& got = part.answer.keys;

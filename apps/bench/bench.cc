@@ -21,11 +21,13 @@
 #include <vector>
 
 #include "chunk_workload.h"
+#include "codec_workload.h"
 #include "measure.h"
 #include "node_memory.h"
 #include "optimizer_workload.h"
 #include "ps/ps.h"
 #include "raw_transport.h"
+#include "store_handle.h"
 
 DEFINE_string(sizes, "64,4096,65536,1048576,16777216", "value sizes in bytes, comma-separated");
 DEFINE_string(ops, "push,pull,pushpull", "operations to measure: push, pull, pushpull");
@@ -39,11 +41,11 @@ DEFINE_bool(csv, false,
 DEFINE_string(server_handle, "store", "server handle: store (by reference) or add (default)");
 DEFINE_string(workload, "kv",
               "kv: push/pull against raw ZeroMQ; optimizer: server-side optimizer throughput; "
-              "chunks: balance and goodput of large tensors chunked vs whole");
+              "chunks: balance and goodput of large tensors chunked vs whole; codecs: gradient "
+              "codecs' throughput and push goodput");
 
 namespace {
 
-constexpr int kCmdRawPort = 1;  // pull cmd that returns the server's raw port
 
 std::vector<std::string> Split(const std::string& s) {
   std::vector<std::string> out;
@@ -53,44 +55,6 @@ std::vector<std::string> Split(const std::string& s) {
   }
   return out;
 }
-
-// The bench server handle: keeps each key's latest values by reference.
-struct StoreHandle {
-  int raw_port = 0;
-  std::unordered_map<ps::Key, ps::SArray<float>> store;
-  void operator()(const ps::KVMeta& meta, const ps::KVPairs<float>& data,
-                  ps::KVServer<float>* server) {
-    ps::KVPairs<float> res;
-    if (meta.cmd == kCmdRawPort) {
-      res.keys = data.keys;
-      res.vals = ps::SArray<float>(data.keys.size(), static_cast<float>(raw_port));
-      server->Response(meta, res);
-      return;
-    }
-    if (meta.push) {
-      size_t width = data.keys.empty() ? 0 : data.vals.size() / data.keys.size();
-      for (size_t i = 0; i < data.keys.size(); ++i) {
-        store[data.keys[i]] = data.vals.segment(i * width, (i + 1) * width);
-      }
-    }
-    if (meta.pull) {
-      res.keys = data.keys;
-      for (ps::Key k : data.keys) {
-        auto it = store.find(k);
-        if (it == store.end()) {
-          server->ResponseError(meta, ps::Status::NotFound("key never pushed"));
-          return;
-        }
-        if (data.keys.size() == 1) {
-          res.vals = it->second;  // shared, not copied
-        } else {
-          res.vals.append(it->second);
-        }
-      }
-    }
-    server->Response(meta, res);
-  }
-};
 
 void PrintMemory(const char* who, double rss_start) {
   rusage usage{};
@@ -108,7 +72,7 @@ int RunDriver() {
   // Find the server's raw endpoint.
   ps::SArray<ps::Key> port_key{0};
   ps::SArray<float> port;
-  ps::Status s = kv.Wait(kv.ZPull(port_key, &port, nullptr, kCmdRawPort));
+  ps::Status s = kv.Wait(kv.ZPull(port_key, &port, nullptr, bench::kCmdRawPort));
   if (!s.ok() || port.size() != 1) {
     std::fprintf(stderr, "bench: cannot learn the raw port: %s\n", s.ToString().c_str());
     return 1;
@@ -210,8 +174,9 @@ int main(int argc, char* argv[]) {
     std::fprintf(stderr, "bench: --server_handle must be store or add\n");
     return 2;
   }
-  if (FLAGS_workload != "kv" && FLAGS_workload != "optimizer" && FLAGS_workload != "chunks") {
-    std::fprintf(stderr, "bench: --workload must be kv, optimizer or chunks\n");
+  if (FLAGS_workload != "kv" && FLAGS_workload != "optimizer" && FLAGS_workload != "chunks" &&
+      FLAGS_workload != "codecs") {
+    std::fprintf(stderr, "bench: --workload must be kv, optimizer, chunks or codecs\n");
     return 2;
   }
   try {
@@ -225,10 +190,12 @@ int main(int argc, char* argv[]) {
       if (servers) bench::ReportOptimizerServerMemory(servers, rss_start);
       return rc;
     }
-    if (FLAGS_workload == "chunks") {
+    if (FLAGS_workload == "chunks" || FLAGS_workload == "codecs") {
+      const bool chunks = FLAGS_workload == "chunks";
       std::shared_ptr<void> servers;
-      if (ps::IsServer()) servers = bench::StartChunkServers();
-      int rc = ps::IsWorker() ? bench::RunChunkWorkload(FLAGS_csv) : 0;
+      if (ps::IsServer()) servers = chunks ? bench::StartChunkServers() : bench::StartCodecServers();
+      int rc = 0;
+      if (ps::IsWorker()) rc = chunks ? bench::RunChunkWorkload(FLAGS_csv) : bench::RunCodecWorkload(FLAGS_csv);
       ps::Finalize(0, true);
       return rc;
     }
@@ -237,7 +204,7 @@ int main(int argc, char* argv[]) {
     double rss_start = bench::CurrentRssMiB();
     if (ps::IsServer()) {
       server = std::make_unique<ps::KVServer<float>>(0);
-      StoreHandle handle;
+      bench::StoreHandle handle;
       handle.raw_port = raw.Start(ps::Postoffice::Get()->my_node().host);
       if (handle.raw_port < 0) {
         std::fprintf(stderr, "bench: cannot bind the raw socket\n");
@@ -251,7 +218,7 @@ int main(int argc, char* argv[]) {
         server->set_request_handle(
             [add, port](const ps::KVMeta& m, const ps::KVPairs<float>& d,
                         ps::KVServer<float>* s) mutable {
-              if (m.cmd == kCmdRawPort) {
+              if (m.cmd == bench::kCmdRawPort) {
                 ps::KVPairs<float> res;
                 res.keys = d.keys;
                 res.vals = ps::SArray<float>(d.keys.size(), static_cast<float>(port));

@@ -45,7 +45,12 @@ int main(int argc, char* argv[]) {
       std::_Exit(2);
     }
     std::unique_ptr<ps::OptimizerServer> server;
-    if (ps::IsServer()) server = std::make_unique<ps::OptimizerServer>(0, server_options);
+    std::unique_ptr<ps::KVServer<double>> stats;  // byte counts the workers add up
+    if (ps::IsServer()) {
+      server = std::make_unique<ps::OptimizerServer>(0, server_options);
+      stats = std::make_unique<ps::KVServer<double>>(linear::kStatsApp);
+      stats->set_request_handle(ps::KVServerDefaultHandle<double>());
+    }
     int rc = 0;
     bool leave = false;  // a worker stopped early by --stop_after_epoch leaves at once
     if (ps::IsWorker()) {

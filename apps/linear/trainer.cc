@@ -198,9 +198,42 @@ TrainingData LoadTrainingData(int rank, int num_workers) {
   return data;
 }
 
+// The bytes every worker pushed so far, added up on the stats app: value bytes as
+// encoded on the wire, the same values raw, and key and length bytes. Each worker adds
+// what it pushed since its last call; called by every worker before the evaluation
+// barrier, so that after it the totals are the job's.
+class PushedBytes {
+ public:
+  explicit PushedBytes(ps::KVWorker<float>* kv) : kv_(kv), stats_(kStatsApp, 0) {}
+  void Report() {
+    ps::RequestPipeline::Counters now = kv_->counters();
+    std::vector<double> delta = {static_cast<double>(now.push_value_bytes - last_.push_value_bytes),
+                                 static_cast<double>(now.push_raw_bytes - last_.push_raw_bytes),
+                                 static_cast<double>(now.push_key_bytes - last_.push_key_bytes)};
+    last_ = now;
+    ps::Status s = stats_.Wait(stats_.Push(kKeys, delta));
+    if (!s.ok()) throw std::runtime_error("cannot report pushed bytes: " + s.ToString());
+  }
+  // The job's totals: value bytes sent, raw value bytes, key bytes.
+  std::vector<double> Totals() {
+    std::vector<double> totals;
+    ps::Status s = stats_.Wait(stats_.Pull(kKeys, &totals));
+    if (!s.ok()) throw std::runtime_error("cannot read pushed bytes: " + s.ToString());
+    return totals;
+  }
+
+ private:
+  const std::vector<ps::Key> kKeys = {0, 1, 2};
+  ps::KVWorker<float>* kv_;
+  ps::KVWorker<double> stats_;
+  ps::RequestPipeline::Counters last_;
+};
+
 int RunWorker(const TrainingData& data, bool* leave) {
   *leave = false;
   ps::KVWorker<float> kv(0, 0);
+  kv.set_compression(CompressionFromFlags());
+  PushedBytes pushed(&kv);
   const int rank = ps::MyRank();
   const int workers = ps::NumWorkers();
   const bool lead = rank == 0;
@@ -211,14 +244,16 @@ int RunWorker(const TrainingData& data, bool* leave) {
     metrics = std::fopen(FLAGS_metrics_csv.c_str(), "w");
     if (!metrics) throw std::runtime_error("cannot write metrics to " + FLAGS_metrics_csv);
     std::fprintf(metrics,
-                 "epoch,wall_seconds,train_loss,test_loss,accuracy,auc,consistency,clocks\n");
+                 "epoch,wall_seconds,train_loss,test_loss,accuracy,auc,consistency,clocks,"
+                 "bytes_sent,raw_bytes_sent,key_bytes_sent\n");
   }
   if (lead) {
     std::printf(
-        "training on %zu examples (%zu held out), %llu features, %d workers, "
-        "batch %d, %s lr=%g\n",
-        data.train.rows(), data.test.rows(), static_cast<unsigned long long>(data.num_features),
-        workers, FLAGS_batch_size, FLAGS_optimizer.c_str(), FLAGS_lr);
+        "training on %zu examples (%zu %s), %llu features, %d workers, "
+        "batch %d, %s lr=%g, compression %s\n",
+        data.train.rows(), data.test.rows(), FLAGS_test.empty() ? "held out" : "in the test file",
+        static_cast<unsigned long long>(data.num_features), workers, FLAGS_batch_size,
+        FLAGS_optimizer.c_str(), FLAGS_lr, kv.compression().ToString().c_str());
   }
   // Every worker says which rows it trains on, so a run's partitioning is on record.
   std::printf("worker %d: training rows [%zu, %zu) of %zu (contiguous blocks)\n", rank,
@@ -245,6 +280,7 @@ int RunWorker(const TrainingData& data, bool* leave) {
   auto start = Clock::now();
   auto warm = start;  // the end of the warm-up epoch
   Evaluation last;
+  std::vector<double> last_bytes(3, 0.0);  // the job's pushed bytes at the last evaluation
   for (int epoch = 1; epoch <= FLAGS_epochs; ++epoch) {
     auto epoch_start = Clock::now();
     if (epoch == 2) warm = epoch_start;
@@ -293,8 +329,10 @@ int RunWorker(const TrainingData& data, bool* leave) {
     bool evaluate = epoch % FLAGS_eval_every == 0 || epoch == FLAGS_epochs;
     if (!evaluate) continue;
     // Evaluate the model all workers reached at the end of this epoch.
+    pushed.Report();
     ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
     if (lead) {
+      const std::vector<double> bytes = pushed.Totals();
       double wall = std::chrono::duration<double>(Clock::now() - start).count();
       last = Evaluate(&kv, data);
       std::printf(
@@ -303,11 +341,13 @@ int RunWorker(const TrainingData& data, bool* leave) {
           epoch, FLAGS_epochs, last.train_loss, last.test_loss, last.accuracy, last.auc, wall);
       std::fflush(stdout);
       if (metrics) {
-        std::fprintf(metrics, "%d,%.6f,%.9g,%.9g,%.9g,%.9g,%s,%lld\n", epoch, wall, last.train_loss,
-                     last.test_loss, last.accuracy, last.auc, consistency.c_str(),
-                     static_cast<long long>(pacer.clocks()));
+        std::fprintf(metrics, "%d,%.6f,%.9g,%.9g,%.9g,%.9g,%s,%lld,%.0f,%.0f,%.0f\n", epoch, wall,
+                     last.train_loss, last.test_loss, last.accuracy, last.auc,
+                     consistency.c_str(), static_cast<long long>(pacer.clocks()), bytes[0],
+                     bytes[1], bytes[2]);
         std::fflush(metrics);
       }
+      last_bytes = bytes;
     }
     ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
     if (stop.LeavesAfter(rank, epoch)) {
@@ -324,6 +364,9 @@ int RunWorker(const TrainingData& data, bool* leave) {
     double wall = std::chrono::duration<double>(end - start).count();
     std::printf("final: train_loss %.6f test_loss %.6f accuracy %.4f auc %.4f wall %.2f s\n",
                 last.train_loss, last.test_loss, last.accuracy, last.auc, wall);
+    std::printf("pushed: %.0f value bytes on the wire for %.0f raw (%.1fx fewer), %.0f key bytes\n",
+                last_bytes[0], last_bytes[1],
+                last_bytes[0] > 0 ? last_bytes[1] / last_bytes[0] : 0.0, last_bytes[2]);
     if (!FLAGS_save_model.empty()) {
       SaveModel(&kv, data, FLAGS_save_model);
       std::printf("model written to %s\n", FLAGS_save_model.c_str());

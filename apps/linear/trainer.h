@@ -9,6 +9,10 @@
 
 namespace linear {
 
+// The servers' second app: a plain store (KVServerDefaultHandle<double>) where workers
+// add up their pushed byte counts, so that worker 0 can report the whole job's.
+constexpr int kStatsApp = 1;
+
 // Everything a worker trains and evaluates on. Every worker loads the same files the
 // same way, so they agree on the number of features, the standardisation and the
 // train/test split without talking; each then trains on its own block of rows.

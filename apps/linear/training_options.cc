@@ -56,11 +56,22 @@ DEFINE_double(straggler_factor, 0,
               "a slowed clock takes this many times its work (sleeps (F-1) x the measured time "
               "of its steps), >= 1; 0: use --straggler_delay_ms");
 DEFINE_double(straggler_delay_ms, 0, "a slowed clock sleeps this many milliseconds");
+DEFINE_string(compress, "none",
+              "codec of the gradients workers push: none, fp16, onebit, topk:RATIO, topk:k=K, "
+              "threshold:TAU, randomk:RATIO[:seed=S]; append ',pull=fp16' to pull fp16 "
+              "weights too (docs/pipeline.md)");
 DEFINE_bool(sync_aggregation, false,
             "servers apply one optimizer step per clock with the mean of that clock's pushes "
             "(synchronous SGD; needs the job to run bsp); docs/optimizers.md");
 
 namespace linear {
+
+ps::CompressionPolicy CompressionFromFlags() {
+  ps::CompressionPolicy policy;
+  ps::Status s = ps::CompressionPolicy::Parse(FLAGS_compress, &policy);
+  if (!s.ok()) throw std::invalid_argument("--compress: " + s.message());
+  return policy;
+}
 
 ps::OptimizerServerOptions ServerOptionsFromFlags() {
   ps::OptimizerServerOptions o;
@@ -91,6 +102,7 @@ ps::OptimizerServerOptions ServerOptionsFromFlags() {
 
 void ValidateTrainingFlags() {
   if (FLAGS_epochs < 1) throw std::invalid_argument("--epochs must be >= 1");
+  CompressionFromFlags();
   if (FLAGS_batch_size < 0) throw std::invalid_argument("--batch_size must be >= 0");
   if (FLAGS_eval_every < 1) throw std::invalid_argument("--eval_every must be >= 1");
   if (!(FLAGS_test_fraction >= 0 && FLAGS_test_fraction < 1)) {

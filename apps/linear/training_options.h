@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "ps/compression_policy.h"
 #include "ps/consistency.h"
 #include "ps/optimizer_server.h"
 #include "straggler.h"
@@ -44,12 +45,16 @@ DECLARE_double(straggler_prob);
 DECLARE_double(straggler_factor);
 DECLARE_double(straggler_delay_ms);
 DECLARE_bool(sync_aggregation);
+DECLARE_string(compress);
 
 namespace linear {
 
 // The server options the flags describe. Throws std::invalid_argument naming the
 // flag when one is out of range.
 ps::OptimizerServerOptions ServerOptionsFromFlags();
+
+// --compress as a policy for the workers' KVWorker. Throws std::invalid_argument.
+ps::CompressionPolicy CompressionFromFlags();
 
 // Checks the flags that do not concern the servers. Throws std::invalid_argument.
 void ValidateTrainingFlags();

@@ -14,6 +14,7 @@ check through /proc that nothing survives a job, on any "host".
 """
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -23,6 +24,9 @@ import tempfile
 import time
 import unittest
 import uuid
+
+# A node's log line as the launcher prints it: "[worker 0] " then glog's "I20261201 ...".
+GLOG_LINE = re.compile(r"^\[[a-z]+ \d+\] [IWEF]\d{8} ")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -113,7 +117,9 @@ class JobTest(unittest.TestCase):
         self.assertEqual(marker_pids(self.marker), [])
 
     def node_lines(self, stdout):
-        return sorted(l for l in stdout.splitlines() if l.startswith(("[server", "[worker")))
+        """The nodes' own output lines, without their log lines (glog: "I1201 ...")."""
+        return sorted(l for l in stdout.splitlines()
+                      if l.startswith(("[server", "[worker")) and not GLOG_LINE.match(l))
 
     def assert_hello(self, r, workers):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)

@@ -44,6 +44,7 @@ struct KVMeta {
   uint64_t request_id = 0;
   uint64_t incarnation = 0;
   uint32_t part = 0;
+  int pull_compression = 0;  // a pull may be answered with fp16 values (Response does it)
 };
 
 }  // namespace ps

@@ -20,11 +20,14 @@
 #include <glog/logging.h>
 
 #include <functional>
+#include <string>
+#include <type_traits>
 #include <memory>
 #include <unordered_map>
 #include <vector>
 
 #include "ps/base.h"
+#include "ps/internal/codec_frame.h"
 #include "ps/internal/customer.h"
 #include "ps/internal/kv_message.h"
 #include "ps/internal/log_limiter.h"
@@ -91,6 +94,7 @@ class KVServer : public SimpleApp {
   void Response(const KVMeta& req, const KVPairs<Val>& res = KVPairs<Val>()) {
     Message msg = Answer(req);
     if (!res.keys.empty()) AppendKVPairs(res, &msg);
+    if (std::is_same<Val, float>::value && req.pull_compression != 0) EncodeValuesAsFp16(&msg);
     Send(msg);
   }
 
@@ -153,12 +157,25 @@ class KVServer : public SimpleApp {
     meta.chunk = msg.meta.chunk;
     meta.chunk_offset = msg.meta.chunk_offset;
     meta.value_len = msg.meta.value_len;
+    // Only fp16 answers exist (docs/pipeline.md); other values are ignored.
+    meta.pull_compression = msg.meta.pull_compression == static_cast<int>(Codec::kFp16)
+                                ? msg.meta.pull_compression
+                                : 0;
     if (meta.chunk >= 0 && !accept_chunks_) {
       ResponseError(meta, Status::Unimplemented(kChunksRefused));
       return;
     }
     KVPairs<Val> data;
-    Status s = ParseKVPairs<Val>(msg, /*need_sorted=*/true, &data);
+    Status s;
+    if (msg.meta.compression != 0) {
+      // Compressed pushes carry float gradients; decoded here, before any handle.
+      s = std::is_same<Val, float>::value
+              ? DecodeCompressedValues(&msg)
+              : Status::InvalidArgument("compressed values reached a server of " +
+                                        std::string(DataTypeName(DataTypeOf<Val>())) +
+                                        " values; codecs encode floats");
+    }
+    if (s.ok()) s = ParseKVPairs<Val>(msg, /*need_sorted=*/true, &data);
     if (s.ok() && meta.push && data.vals.empty() && !data.keys.empty()) {
       s = Status::InvalidArgument("push without values");
     }

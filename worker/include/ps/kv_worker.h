@@ -195,6 +195,17 @@ class KVWorker : public SimpleApp {
                                     SlicedKVs* sliced)>;
   void set_slicer(const Slicer& slicer) { slicer_ = slicer; }
 
+  // Gradient compression (KVWorker<float> only; docs/pipeline.md): the codec of pushed
+  // values per job or per key range, with error feedback (a residual per key and
+  // chunk, kept across pushes), and fp16 pull answers. Set before issuing requests
+  // (not thread-safe with them). Throws ps::Error for values that are not float. A
+  // push whose values a codec refuses (NaN or infinity for topk, threshold, onebit,
+  // randomk) throws ps::Error and sends nothing.
+  void set_compression(const CompressionPolicy& policy) { pipeline_->set_compression(policy); }
+  const CompressionPolicy& compression() const { return pipeline_->compression(); }
+  // Forgets the residuals kept for error feedback. Thread-safe.
+  void ClearResiduals() { pipeline_->ClearResiduals(); }
+
   // Chunking of values longer than the job's chunk size (PS_CHUNK_BYTES): on by
   // default; off sends this worker's values whole, each to its key's server (apps
   // whose server handle takes whole values only can say so up front rather than have

@@ -47,6 +47,18 @@ struct KVFrames {
 Status ParseKVFrames(const Message& msg, bool need_sorted, DataType type, size_t elem_size,
                      KVFrames* frames);
 
+// A KV message whose values frame is a compressed frame (meta.compression != 0; see
+// ps/internal/codec_frame.h): validates the frame against the message (codec as the
+// meta says, the decoded count matching lens or dividing evenly over the keys) and
+// replaces it by the decoded float values, so that ParseKVFrames sees a plain message.
+// InvalidArgument saying what is wrong otherwise (the message is then unchanged).
+// A message without compression is left as it is.
+Status DecodeCompressedValues(Message* msg);
+
+// Replaces a float values frame (frame 1) by its fp16 frame and sets
+// meta.compression; for pull answers that asked for it (meta.pull_compression).
+void EncodeValuesAsFp16(Message* msg);
+
 template <typename Val>
 Status ParseKVPairs(const Message& msg, bool need_sorted, KVPairs<Val>* kvs) {
   KVFrames frames;

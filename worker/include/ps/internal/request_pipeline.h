@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "ps/base.h"
+#include "ps/compression_policy.h"
 #include "ps/internal/customer.h"
 #include "ps/internal/log_limiter.h"
 #include "ps/internal/message.h"
@@ -83,6 +84,17 @@ class RequestPipeline {
   // Ends a request early (Customer::AbortHandle).
   void Abort(int timestamp, uint64_t request_id, const Status& status);
 
+  // Gradient compression of pushes and fp16 pull answers (float values only; see
+  // ps/compression_policy.h). Set before issuing requests (not thread-safe with them).
+  // Throws ps::Error for an invalid policy or values that are not float.
+  void set_compression(const CompressionPolicy& policy);
+  const CompressionPolicy& compression() const { return policy_; }
+  // Forgets every residual kept for error feedback (the next push of each key starts
+  // from zero). Thread-safe.
+  void ClearResiduals();
+  // Residual floats kept for error feedback (for memory accounting).
+  size_t residual_floats();
+
   // Chunking of values longer than the job's chunk size: on by default; off sends
   // every value whole (to its key's server). Requests issued afterwards follow it.
   void set_chunking(bool on) { chunking_.store(on, std::memory_order_relaxed); }
@@ -108,6 +120,11 @@ class RequestPipeline {
   void Plan(const PipelineRequest& req, const char* what, Pending* p,
             std::vector<Message>* messages);
   Status TakeAnswer(Part& part, const Pending& p, Message& msg);
+  // Encodes the values of push parts whose keys have a codec; throws ps::Error (nothing
+  // sent) on values a codec refuses.
+  void Encode(const PipelineRequest& req, const Pending& p, std::vector<Message>* messages);
+  // Which of policy_'s codecs (0: push, 1 + i: ranges[i]) a key uses.
+  size_t CodecIndex(Key key) const;
   // A message sending the key of chunk part `chunk` whole, added to p as a new part.
   Message WholeKeyPart(Pending& p, const Part& chunk);
   // Sends; a part that cannot leave fails as if its server had answered the error.
@@ -119,6 +136,13 @@ class RequestPipeline {
   Customer* const customer_;
   const DataType type_;
   const size_t elem_size_;
+
+  CompressionPolicy policy_;
+  std::vector<std::unique_ptr<Compressor>> compressors_;  // by CodecIndex; null for none
+  bool compress_pushes_ = false;
+  std::mutex residual_mu_;
+  ResidualStore residuals_;  // under residual_mu_
+  std::atomic<uint64_t> nonce_{0};
 
   std::mutex mu_;  // guards pending_ and known_lens_
   std::unordered_map<uint64_t, std::unique_ptr<Pending>> pending_;  // by request id
