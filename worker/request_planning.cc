@@ -1,0 +1,205 @@
+// RequestPipeline's planning: how one request becomes parts, one message per server
+// that owns some of its keys and one per chunk of a value over the job's chunk size
+// (docs/pipeline.md).
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ps/internal/key_partition.h"
+#include "ps/internal/postoffice.h"
+#include "ps/internal/request_pipeline.h"
+#include "request_parts.h"
+
+namespace ps {
+
+uint64_t RequestPipeline::ChunkValues() const {
+  uint64_t bytes = Postoffice::Get()->chunk_bytes();
+  if (bytes == 0) return 0;
+  return std::max<uint64_t>(1, bytes / elem_size_);
+}
+
+void RequestPipeline::Plan(const PipelineRequest& req, const char* what, Pending* p,
+                           std::vector<Message>* messages) {
+  Postoffice* po = Postoffice::Get();
+  const size_t n = req.keys.size();
+  if (n == 0) return;
+
+  // The header every part shares; the van fills sender, the caller timestamp and ids.
+  Message head;
+  head.meta.app_id = customer_->app_id();
+  head.meta.customer_id = customer_->customer_id();
+  head.meta.incarnation = customer_->incarnation();
+  head.meta.request = true;
+  head.meta.push = req.push;
+  head.meta.pull = req.pull;
+  head.meta.head = req.cmd;
+  head.meta.priority = req.priority;
+  if (req.pull && policy_.pull_fp16) head.meta.pull_compression = static_cast<int>(Codec::kFp16);
+  auto add_part = [&](Part part, const SArray<Key>& keys, const SArray<char>& vals,
+                      const SArray<int>& lens, uint64_t value_len) {
+    Message msg;
+    msg.meta = head.meta;
+    msg.meta.recipient = Postoffice::ServerRankToID(part.server);
+    msg.meta.part = static_cast<uint32_t>(p->parts.size());
+    if (part.chunk >= 0) {
+      msg.meta.chunk = part.chunk;
+      msg.meta.chunk_offset = part.chunk_offset;
+      msg.meta.value_len = value_len;
+    }
+    msg.AddData(keys);
+    if (req.push) {
+      msg.meta.data_type.push_back(type_);
+      msg.data.push_back(vals);
+      if (!lens.empty()) msg.AddData(lens);
+    }
+    messages->push_back(std::move(msg));
+    p->parts.push_back(std::move(part));
+  };
+
+  if (req.sliced) {
+    for (const PipelineRequest::Slice& slice : req.slices) {
+      Part part;
+      part.server = slice.server;
+      part.positions = slice.positions;
+      add_part(std::move(part), slice.keys, slice.vals, slice.lens, 0);
+    }
+    return;
+  }
+
+  const int num_servers = po->num_servers();
+  const uint64_t chunk_values = ChunkValues();
+  const size_t width = req.push && req.lens.empty() ? req.vals.size() / elem_size_ / n : 0;
+  // Value offsets of a push with lens (in elements), for copying parts.
+  std::vector<size_t> offsets;
+  if (req.push && !req.lens.empty()) offsets = ValueOffsets(req.lens.data(), n);
+  auto push_len = [&](size_t i) -> uint64_t {
+    return offsets.empty() ? width : offsets[i + 1] - offsets[i];
+  };
+
+  // Which keys travel in chunks: pushes by their length; pulls by the length this
+  // worker knows (from its own pushes and pulls), or the one key's sized output.
+  std::vector<uint64_t> chunked(0);
+  if (chunk_values > 0 && chunking_.load(std::memory_order_relaxed) &&
+      !chunks_refused_.load(std::memory_order_relaxed)) {
+    if (req.push) {
+      for (size_t i = 0; i < n; ++i) {
+        if (push_len(i) > chunk_values) {
+          if (chunked.empty()) chunked.assign(n, 0);
+          chunked[i] = push_len(i);
+        }
+      }
+      if (!chunked.empty()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (size_t i = 0; i < n; ++i) {
+          if (chunked[i]) known_lens_[req.keys[i]] = chunked[i];
+        }
+      }
+    } else {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (n == 1 && !req.sized_output.empty() &&
+          req.sized_output.size() / elem_size_ > chunk_values) {
+        chunked.assign(1, req.sized_output.size() / elem_size_);
+        known_lens_[req.keys[0]] = chunked[0];
+      } else if (!known_lens_.empty()) {
+        for (size_t i = 0; i < n; ++i) {
+          auto it = known_lens_.find(req.keys[i]);
+          if (it == known_lens_.end()) continue;
+          if (chunked.empty()) chunked.assign(n, 0);
+          chunked[i] = it->second;
+        }
+      }
+    }
+  }
+  if (req.pull) p->chunked_len = chunked;
+
+  // Whole keys: one part per server that owns some (and, with codecs per key range,
+  // per codec, so that each part is one frame of one codec).
+  const ConsistentHashRing& ring = po->ring();
+  const size_t codecs = req.push && compress_pushes_ ? compressors_.size() : 1;
+  std::vector<std::vector<uint32_t>> whole(static_cast<size_t>(num_servers) * codecs);
+  size_t servers_used = 0;
+  size_t whole_keys = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!chunked.empty() && chunked[i]) continue;
+    size_t group = num_servers == 1 ? 0 : static_cast<size_t>(ring.ServerOf(req.keys[i]));
+    if (codecs > 1) group = group * codecs + CodecIndex(req.keys[i]);
+    auto& list = whole[group];
+    servers_used += list.empty();
+    list.push_back(static_cast<uint32_t>(i));
+    ++whole_keys;
+  }
+  for (size_t g = 0; g < whole.size(); ++g) {
+    if (whole[g].empty()) continue;
+    const int r = static_cast<int>(g / codecs);
+    Part part;
+    part.server = r;
+    if (servers_used == 1 && whole_keys == n) {
+      // One server owns every key: send the caller's arrays as they are; empty
+      // positions mean the answer is already in the caller's order.
+      add_part(std::move(part), req.keys, req.vals, req.lens, 0);
+      continue;
+    }
+    const std::vector<uint32_t>& pos = whole[g];
+    SArray<Key> keys(pos.size());
+    SArray<int> lens;
+    SArray<char> vals;
+    size_t total = 0;
+    for (size_t j = 0; j < pos.size(); ++j) {
+      keys[j] = req.keys[pos[j]];
+      if (req.push) total += push_len(pos[j]);
+    }
+    if (req.push) {
+      vals = RawBuffer(total * elem_size_);
+      if (!req.lens.empty()) lens.resize(pos.size());
+      size_t out = 0;
+      for (size_t j = 0; j < pos.size(); ++j) {
+        size_t i = pos[j];
+        size_t begin = offsets.empty() ? i * width : offsets[i];
+        size_t len = push_len(i);
+        if (!req.lens.empty()) lens[j] = req.lens[i];
+        std::memcpy(vals.data() + out * elem_size_, req.vals.data() + begin * elem_size_,
+                    len * elem_size_);
+        out += len;
+      }
+    }
+    part.positions = pos;
+    add_part(std::move(part), keys, vals, lens, 0);
+  }
+
+  // Chunked keys: one part per chunk, each a view of the caller's values.
+  if (chunked.empty()) return;
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t len = chunked[i];
+    if (!len) continue;
+    const Key key = req.keys[i];
+    const size_t begin = req.push ? (offsets.empty() ? i * width : offsets[i]) : 0;
+    const uint64_t count = (len + chunk_values - 1) / chunk_values;
+    if (count > static_cast<uint64_t>(INT32_MAX)) {
+      throw Error(std::string(what) + ": key " + std::to_string(key) + " would need " +
+                  std::to_string(count) + " chunks; raise PS_CHUNK_BYTES");
+    }
+    for (uint64_t c = 0; c < count; ++c) {
+      Part part;
+      part.chunk = static_cast<int32_t>(c);
+      part.chunk_offset = c * chunk_values;
+      part.chunk_len = std::min<uint64_t>(chunk_values, len - part.chunk_offset);
+      part.server = ring.ServerOfChunk(key, static_cast<uint32_t>(c));
+      part.value_begin = begin;
+      part.value_len_of_key = len;
+      p->chunked_any = true;
+      part.positions.push_back(static_cast<uint32_t>(i));
+      SArray<Key> keys{key};
+      SArray<char> vals;
+      SArray<int> lens;
+      if (req.push) {
+        vals = req.vals.segment((begin + part.chunk_offset) * elem_size_,
+                                (begin + part.chunk_offset + part.chunk_len) * elem_size_);
+      }
+      add_part(std::move(part), keys, vals, lens, len);
+    }
+  }
+}
+
+}  // namespace ps
