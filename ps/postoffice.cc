@@ -156,6 +156,7 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
       options.bind_host = config_.bind_host;
       options.send_high_water_mark = config_.send_high_water_mark;
       options.identity = my_node_.identity;
+      options.curve_secret_key = config_.curve_secret_key;  // PS_SECURE
       s = van_->Start(options, [this](Message&& msg, Channel channel) {
         OnMessage(std::move(msg), channel);
       });
@@ -237,7 +238,12 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
                                   std::to_string(config_.num_servers) + " servers and " +
                                   std::to_string(config_.num_workers) +
                                   " workers have started (the scheduler logs which are "
-                                  "missing)");
+                                  "missing)" +
+                                  (config_.secure
+                                       ? ", or this node's CURVE key is not the job's "
+                                         "(the log says whether a handshake failed)"
+                                       : ", or the job runs with PS_SECURE=1 and this "
+                                         "node without it"));
         if (join_error_.ok()) join_error_ = Status::Unavailable(why);  // wakes other Starts
         state_lock.unlock();
         state_cv_.notify_all();

@@ -126,12 +126,23 @@ Status ZmqVan::Start(const VanOptions& options, Handler handler) {
   if (!context_) return Status::Internal("zmq_ctx_new failed: " + ZmqError());
   zmq_ctx_set(context_, ZMQ_MAX_SOCKETS, 65536);
   Status s;
+  if (!options_.curve_secret_key.empty()) {
+    // Before any socket exists: the gate's ZAP handler must answer the first handshake.
+    gate_ = std::make_unique<CurveGate>();
+    s = gate_->Start(context_, options_.curve_secret_key);
+  }
   for (int c = 0; c < 2 && s.ok(); ++c) {
     Receiver& r = receivers_[c];
     r.socket = zmq_socket(context_, ZMQ_ROUTER);
     int linger = 0;
     zmq_setsockopt(r.socket, ZMQ_LINGER, &linger, sizeof(linger));
     int64_t max_size = options_.max_message_bytes;
+    if (gate_) {
+      max_size += CurveGate::kFrameOverheadBytes;
+      s = gate_->SecureServer(r.socket, c == 0 ? "this node's data channel"
+                                               : "this node's control channel");
+      if (!s.ok()) break;
+    }
     zmq_setsockopt(r.socket, ZMQ_MAXMSGSIZE, &max_size, sizeof(max_size));
     // A peer that reconnects (e.g. after a reset TCP connection) takes its identity
     // back instead of being refused while the old connection is not yet noticed dead.
@@ -155,9 +166,16 @@ Status ZmqVan::Start(const VanOptions& options, Handler handler) {
       if (r.socket) zmq_close(r.socket);
       r.socket = nullptr;
     }
+    if (gate_) gate_->Stop();
+    gate_.reset();
     zmq_ctx_term(context_);
     context_ = nullptr;
     return s;
+  }
+  if (gate_) {
+    LOG(INFO) << "CURVE on: every connection is encrypted, and only nodes holding the job's "
+                 "key are admitted (public key "
+              << gate_->fingerprint() << "...)";
   }
   started_ = true;
   for (int c = 0; c < 2; ++c) {
@@ -180,6 +198,14 @@ void* ZmqVan::NewPeerSocket(const std::string& endpoint, bool with_identity, Sta
   }
   if (with_identity && !options_.identity.empty()) {
     zmq_setsockopt(socket, ZMQ_ROUTING_ID, options_.identity.data(), options_.identity.size());
+  }
+  if (gate_) {
+    Status s = gate_->SecureClient(socket, endpoint);
+    if (!s.ok()) {
+      *error = s;
+      zmq_close(socket);
+      return nullptr;
+    }
   }
   if (zmq_connect(socket, endpoint.c_str()) != 0) {
     *error = Status::InvalidArgument("cannot connect to '" + endpoint + "': " + ZmqError());
@@ -475,6 +501,8 @@ void ZmqVan::Stop() {
     }
     peers_.clear();
   }
+  // After the ROUTERs are closed: no handshake may find the ZAP handler gone.
+  if (gate_) gate_->Stop();
   zmq_ctx_term(context_);
   context_ = nullptr;
   if (options_.transport == "ipc") {
@@ -490,6 +518,10 @@ VanStats ZmqVan::stats() const {
   s.received_bytes = received_bytes_.load();
   s.dropped_messages = dropped_messages_.load();
   s.received_copied_bytes = received_copied_bytes_.load();
+  if (gate_) {
+    s.refused_handshakes = gate_->refused_handshakes();
+    s.failed_handshakes = gate_->failed_handshakes();
+  }
   return s;
 }
 

@@ -5,6 +5,7 @@
 // DEALER sends. Each DEALER has its own mutex (ZeroMQ sockets are not thread-safe),
 // so senders to different peers never wait for each other. Data frames are handed to
 // ZeroMQ without copying: the frame's SArray is kept alive by ZeroMQ's free callback.
+// With a CURVE key (VanOptions::curve_secret_key) a CurveGate secures every socket.
 #ifndef HERDPS_VAN_ZMQ_VAN_H_
 #define HERDPS_VAN_ZMQ_VAN_H_
 
@@ -16,6 +17,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "curve_gate.h"
 #include "ps/internal/log_limiter.h"
 #include "ps/internal/van.h"
 
@@ -83,6 +85,7 @@ class ZmqVan : public Van {
   VanOptions options_;
   Handler handler_;
   void* context_ = nullptr;
+  std::unique_ptr<CurveGate> gate_;  // set by Start when the van has a CURVE key
   Receiver receivers_[2];  // by Channel
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};

@@ -125,7 +125,11 @@ class Job:
                 "--ssh-command", f"sh {shlex.quote(NETNS_SSH)}", "-H", hostfile,
                 "--scheduler-on", "first-host", "--port", str(SCHEDULER_PORT),
                 "-n", str(workers), "-s", str(servers), "--timeout", str(JOB_TIMEOUT_S)]
-        for key, value in env.items():
+        # The ssh launcher forwards only PS_* and DMLC_* variables; a sanitizer build
+        # (tests/sanitizer/run) needs its options on every node too.
+        sanitizer = {k: v for k, v in os.environ.items()
+                     if k in ("TSAN_OPTIONS", "ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS")}
+        for key, value in {**sanitizer, **env}.items():
             argv += ["--env", f"{key}={value}"]
         argv += ["--", *command]
         print("$", shlex.join(argv))

@@ -59,6 +59,12 @@ struct Config {
   // The job's join token: a node joins only with the scheduler's token. Empty: the
   // job is open to anyone who can reach the scheduler (the scheduler says so).
   std::string job_token;                // PS_JOB_TOKEN
+  // CURVE (docs/security.md). PS_SECURE=1 encrypts every connection and admits only
+  // nodes holding the job's secret key, which comes from PS_CURVE_SECRET_KEY (40
+  // characters of Z85) or from the file PS_CURVE_SECRET_KEY_FILE names (readable by its
+  // owner only). PS_SECURE=1 without a key, or a key without PS_SECURE, is an error.
+  bool secure = false;                  // PS_SECURE
+  std::string curve_secret_key;         // empty unless secure
   // PS_TUNE_MALLOC: 1 (default) makes glibc keep large freed buffers for reuse (see
   // Postoffice::Start); 0 leaves malloc as the process configured it.
   bool tune_malloc = true;

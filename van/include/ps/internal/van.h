@@ -38,6 +38,10 @@ struct VanOptions {
   // Routing identity of every outgoing connection (ZeroMQ routing id), 1..255 bytes;
   // receivers see it as Message::peer_identity. Empty: ZeroMQ picks one.
   std::string identity;
+  // The job's CURVE secret key (40 characters of Z85; PS_SECURE=1). Non-empty: every
+  // connection is encrypted, and only peers holding the same key are admitted (both
+  // ways). Empty: plain connections. docs/security.md.
+  std::string curve_secret_key;
 };
 
 // How Send behaves when the peer's queue is full.
@@ -57,6 +61,10 @@ struct VanStats {
   // Received payload bytes that had to be copied for alignment (tiny frames only,
   // normally: large frames are handed over without a copy).
   uint64_t received_copied_bytes = 0;
+  // With a CURVE key only: incoming connections refused (a peer without CURVE or
+  // without the job's key), and connections of this node that a peer refused.
+  uint64_t refused_handshakes = 0;
+  uint64_t failed_handshakes = 0;
 };
 
 class Van {
