@@ -40,7 +40,9 @@ Status ConsistencyModel::FromWire(int kind, int staleness, ConsistencyModel* out
     return Status::InvalidArgument("consistency model (" + std::to_string(kind) + ", " +
                                    std::to_string(staleness) + ") out of range");
   }
-  *out = ConsistencyModel{static_cast<Kind>(kind), staleness};
+  // ssp:0 is bsp, as Parse has it, so that a model from the wire compares equal.
+  *out = kind == kSsp && staleness == 0 ? ConsistencyModel{kBsp, 0}
+                                        : ConsistencyModel{static_cast<Kind>(kind), staleness};
   return Status::OK();
 }
 

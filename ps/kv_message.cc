@@ -76,7 +76,7 @@ Status ParseKVFrames(const Message& msg, bool need_sorted, DataType type, size_t
   return Status::OK();
 }
 
-Status DecodeCompressedValues(Message* msg) {
+Status DecodeCompressedValues(Message* msg, uint64_t max_decoded_bytes) {
   if (msg->meta.compression == 0) return Status::OK();
   const auto& types = msg->meta.data_type;
   const size_t frames = msg->data.size();
@@ -115,11 +115,13 @@ Status DecodeCompressedValues(Message* msg) {
                                    " values do not divide evenly over " +
                                    std::to_string(keys) + " keys");
   }
-  // The decoded values are bounded by what a message may hold: a frame cannot make a
-  // node allocate more than a raw message of the same count would.
-  if (info.count > (uint64_t{1} << 40) / sizeof(float)) {
-    return Status::InvalidArgument("compressed values: " + std::to_string(info.count) +
-                                   " values is over the limit");
+  // A frame of a dozen bytes may claim billions of values: the decoded values may take
+  // no more than a raw message could carry.
+  if (info.count > max_decoded_bytes / sizeof(float)) {
+    return Status::InvalidArgument("compressed values: the frame decodes to " +
+                                   std::to_string(info.count) + " values, over the " +
+                                   std::to_string(max_decoded_bytes) +
+                                   " bytes a message may carry (PS_MAX_MESSAGE_BYTES)");
   }
   SArray<float> decoded(static_cast<size_t>(info.count));
   s = DecodeFrame(frame.data(), frame.size(), decoded.data(), decoded.size());

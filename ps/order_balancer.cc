@@ -79,7 +79,9 @@ Status PairBalancer::BeginEpoch(std::vector<std::vector<int>> orders) {
   }
 
   ++epoch_;
-  h_.assign(dim_, 0.0);
+  // h is zeroed when the epoch's first pair arrives (Process): dim comes from the
+  // network, and only a pair of dim floats proves that it is real.
+  h_.clear();
   cursor_pair_ = 0;
   cursor_worker_ = 0;
   pending_ = 0;
@@ -194,6 +196,7 @@ int PairBalancer::Sign(int worker, int pair) const {
 }
 
 void PairBalancer::Process(int worker, int pair, const float* diff) {
+  if (h_.empty()) h_.assign(dim_, 0.0);
   double dot = 0;
   for (int j = 0; j < dim_; ++j) dot += h_[j] * static_cast<double>(diff[j]);
   const int sign = dot <= 0 ? 1 : -1;

@@ -100,11 +100,15 @@ Status OptimizerOptions::Parse(const std::string& text, OptimizerOptions* out) {
     for (const auto& f : fields) {
       if (name != f.first) continue;
       known = true;
+      // Before `value`: without '=', c_str() + eq would overflow the pointer (undefined).
+      if (eq == std::string::npos) {
+        return Status::InvalidArgument("optimizer option '" + word + "' is not name=number");
+      }
       const char* value = word.c_str() + eq + 1;
       char* end = nullptr;
       errno = 0;
       double v = std::strtod(value, &end);
-      if (eq == std::string::npos || errno || end == value || *end) {
+      if (errno || end == value || *end) {
         return Status::InvalidArgument("optimizer option '" + word + "' is not name=number");
       }
       o.*(f.second) = v;

@@ -195,7 +195,10 @@ Status ShardStore::Restore(const CheckpointRecord& record) {
                                    std::to_string(slot->len) + " values");
   }
   std::memcpy(slot->values, record.values.data(), sizeof(float) * len);
-  std::memcpy(slot->state(), record.state.data(), sizeof(float) * record.state.size());
+  // sgd keeps no state: an empty vector's data() is null, undefined for memcpy.
+  if (!record.state.empty()) {
+    std::memcpy(slot->state(), record.state.data(), sizeof(float) * record.state.size());
+  }
   slot->steps = record.steps;
   return Status::OK();
 }

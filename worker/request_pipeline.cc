@@ -223,7 +223,8 @@ void RequestPipeline::SendPart(Message& msg) {
 Status RequestPipeline::TakeAnswer(Part& part, const Pending& p, Message& msg) {
   Status s;
   if (msg.meta.compression != 0) {
-    s = type_ == DataType::kFloat ? DecodeCompressedValues(&msg)
+    const uint64_t limit = static_cast<uint64_t>(Postoffice::Get()->config().max_message_bytes);
+    s = type_ == DataType::kFloat ? DecodeCompressedValues(&msg, limit)
                                   : Status::InvalidArgument("a compressed answer for " +
                                                             std::string(DataTypeName(type_)) +
                                                             " values");

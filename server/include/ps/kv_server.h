@@ -170,7 +170,8 @@ class KVServer : public SimpleApp {
     if (msg.meta.compression != 0) {
       // Compressed pushes carry float gradients; decoded here, before any handle.
       s = std::is_same<Val, float>::value
-              ? DecodeCompressedValues(&msg)
+              ? DecodeCompressedValues(
+                    &msg, static_cast<uint64_t>(Postoffice::Get()->config().max_message_bytes))
               : Status::InvalidArgument("compressed values reached a server of " +
                                         std::string(DataTypeName(DataTypeOf<Val>())) +
                                         " values; codecs encode floats");

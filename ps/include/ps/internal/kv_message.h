@@ -51,9 +51,11 @@ Status ParseKVFrames(const Message& msg, bool need_sorted, DataType type, size_t
 // ps/internal/codec_frame.h): validates the frame against the message (codec as the
 // meta says, the decoded count matching lens or dividing evenly over the keys) and
 // replaces it by the decoded float values, so that ParseKVFrames sees a plain message.
+// A frame of a few bytes may claim many values, so the decoded values may take at most
+// `max_decoded_bytes` (nodes pass PS_MAX_MESSAGE_BYTES: what a raw message may carry).
 // InvalidArgument saying what is wrong otherwise (the message is then unchanged).
 // A message without compression is left as it is.
-Status DecodeCompressedValues(Message* msg);
+Status DecodeCompressedValues(Message* msg, uint64_t max_decoded_bytes);
 
 // Replaces a float values frame (frame 1) by its fp16 frame and sets
 // meta.compression; for pull answers that asked for it (meta.pull_compression).

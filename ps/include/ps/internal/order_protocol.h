@@ -107,7 +107,8 @@ inline Status DecodeOrderBegin(const std::string& body, OrderBegin* b) {
         "24 + 4 * num_examples (num_examples = " + std::to_string(b->num_examples) + ")");
   }
   b->order.resize(b->num_examples);
-  std::memcpy(b->order.data(), body.data() + at, 4 * b->order.size());
+  // memcpy from or to the null data() of an empty vector is undefined, even for 0 bytes.
+  if (!b->order.empty()) std::memcpy(b->order.data(), body.data() + at, 4 * b->order.size());
   return Status::OK();
 }
 
@@ -164,7 +165,7 @@ inline Status DecodeOrderNext(const std::string& body, OrderNext* n) {
         "12 + 4 * num_examples (num_examples = " + std::to_string(count) + ")");
   }
   n->order.resize(count);
-  std::memcpy(n->order.data(), body.data() + at, 4 * n->order.size());
+  if (!n->order.empty()) std::memcpy(n->order.data(), body.data() + at, 4 * n->order.size());
   return Status::OK();
 }
 
