@@ -20,9 +20,9 @@
 #include <glog/logging.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <type_traits>
-#include <memory>
 #include <unordered_map>
 #include <vector>
 

@@ -259,7 +259,13 @@ class KVWorker : public SimpleApp {
         return Deliver(SArray<Val>(got), got_lens, sink);
       };
     }
-    if (slicer_ && !keys.empty()) Slice(what, keys, vals, lens, priority, &req);
+    if (slicer_ && !keys.empty()) {
+      // The app's slicer sees only requests of a valid shape.
+      Status shape = ValidateKVPairsShape(what, keys.data(), keys.size(), vals.size(),
+                                          lens.data(), lens.size(), push);
+      if (!shape.ok()) throw Error(shape.message());
+      Slice(what, keys, vals, lens, priority, &req);
+    }
     return pipeline_->Issue(std::move(req), what);
   }
 
