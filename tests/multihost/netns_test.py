@@ -240,17 +240,30 @@ def run_workload_and_cut(args, net, tmp, host):
 
 def cut_host_is_declared_dead_and_the_job_ends_naming_it(args, net, tmp, failures):
     """Host c (server 1) cut off mid-workload: declared dead, every worker's request
-    fails naming it, server 1 gives up on its silent scheduler, the job exits 1."""
+    fails naming it (or, on a slow machine, server 1's own exit comes first), server 1
+    gives up on its silent scheduler, the job exits 1."""
     rc, out, cut_wall, ended_after = run_workload_and_cut(args, net, tmp, "c")
     c, port = re.escape(net.address["c"]), r":\d+"
     server1 = rf"server 1 \(node \d+, tcp://{c}{port}\)"
-    expect(failures, re.search(
+    # Both sides of the cut stop hearing each other at once, and both give up after
+    # PS_HEARTBEAT_TIMEOUT: usually the scheduler declares server 1 dead first and the
+    # workers' requests fail naming it; on a slow machine server 1 may give up on its
+    # scheduler first, and its exit ends the job before the scheduler gets to say it.
+    # Either is what the control plane says; the first is checked in full.
+    declared = re.search(
         rf"\[scheduler\] .*{server1} has been silent for more than "
-        rf"PS_HEARTBEAT_TIMEOUT={HEARTBEAT_TIMEOUT_S} s: declared dead", out),
-        "the scheduler did not declare server 1, on host c, dead")
-    for rank in (0, 1):
+        rf"PS_HEARTBEAT_TIMEOUT={HEARTBEAT_TIMEOUT_S} s: declared dead", out)
+    first = re.search(rf"launch: server 1 on {c} exited with code 1; stopping", out)
+    print("order: " + ("the scheduler declared server 1 dead" if declared else
+                       "server 1 gave up on its scheduler first"))
+    expect(failures, declared or first,
+           "neither did the scheduler declare server 1, on host c, dead, nor did server 1's "
+           "own exit end the job")
+    for rank in (0, 1) if declared else ():
         m = re.search(rf"\[worker {rank}\] worker {rank}: request failed at ([\d.]+), "
                       rf"[\d.]+ s after its last success: (.*)", out)
+        if not m and first:
+            continue  # server 1's exit stopped the job before this worker's request failed
         if not expect(failures, m, f"worker {rank} reported no failed request"):
             continue
         after = float(m.group(1)) - cut_wall
