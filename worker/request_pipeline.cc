@@ -60,8 +60,6 @@ int RequestPipeline::Issue(PipelineRequest req, const char* what) {
   p->deliver = std::move(req.deliver);
   std::vector<Message> messages;
   Plan(req, what, p.get(), &messages);
-  std::vector<uint64_t> raw_bytes;
-  for (const Message& m : messages) raw_bytes.push_back(m.data.size() > 1 ? m.data[1].size() : 0);
   if (req.push && compress_pushes_) Encode(req, *p, &messages);
 
   std::vector<int> server_ids;
@@ -84,13 +82,14 @@ int RequestPipeline::Issue(PipelineRequest req, const char* what) {
   {
     std::lock_guard<std::mutex> lock(counters_mu_);
     counters_.parts += messages.size();
+    // The parts hold every value of the request once: raw, that is the caller's array.
+    if (req.push) counters_.push_raw_bytes += req.vals.size();
     for (size_t i = 0; i < messages.size(); ++i) {
       if (p->parts[i].chunk >= 0) ++counters_.chunks;
       if (!req.push) continue;
       const Message& m = messages[i];
       counters_.push_key_bytes += m.data[0].size() + (m.data.size() > 2 ? m.data[2].size() : 0);
       counters_.push_value_bytes += m.data[1].size();
-      counters_.push_raw_bytes += raw_bytes[i];
     }
   }
   for (Message& msg : messages) {
