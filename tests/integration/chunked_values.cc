@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ps/optimizer_server.h"
+#include "app_expect.h"
 #include "ps/ps.h"
 
 DEFINE_string(server, "optimizer", "optimizer | default (see the file comment)");
@@ -26,15 +27,6 @@ DEFINE_int32(rounds, 3, "push rounds");
 namespace {
 
 int failures = 0;
-#define EXPECT(cond, ...)                         \
-  do {                                            \
-    if (!(cond)) {                                \
-      std::fprintf(stderr, "FAILED %s: ", #cond); \
-      std::fprintf(stderr, __VA_ARGS__);          \
-      std::fprintf(stderr, "\n");                 \
-      ++failures;                                 \
-    }                                             \
-  } while (0)
 
 constexpr int kChunkValues = 1024;  // PS_CHUNK_BYTES=4096 of floats
 

@@ -28,6 +28,7 @@
 #include "ps/internal/codec_frame.h"
 #include "ps/internal/customer.h"
 #include "ps/optimizer_server.h"
+#include "app_expect.h"
 #include "ps/ps.h"
 
 DEFINE_int32(rounds, 40, "push rounds");
@@ -35,15 +36,6 @@ DEFINE_int32(rounds, 40, "push rounds");
 namespace {
 
 int failures = 0;
-#define EXPECT(cond, ...)                         \
-  do {                                            \
-    if (!(cond)) {                                \
-      std::fprintf(stderr, "FAILED %s: ", #cond); \
-      std::fprintf(stderr, __VA_ARGS__);          \
-      std::fprintf(stderr, "\n");                 \
-      ++failures;                                 \
-    }                                             \
-  } while (0)
 
 constexpr ps::Key kRangeWidth = 1000;
 // Range c (keys [1000 c, 1000 c + 1000)) uses codec c.

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "app_expect.h"
 #include "ps/ps.h"
 
 DEFINE_int32(keys, 5000, "number of keys");
@@ -24,15 +25,6 @@ DEFINE_int32(fail_rank, -1, "if >= 0, this worker exits with code 1 right after 
 namespace {
 
 int failures = 0;
-#define EXPECT(cond, ...)                                   \
-  do {                                                      \
-    if (!(cond)) {                                          \
-      std::fprintf(stderr, "FAILED %s: ", #cond);           \
-      std::fprintf(stderr, __VA_ARGS__);                    \
-      std::fprintf(stderr, "\n");                           \
-      ++failures;                                           \
-    }                                                       \
-  } while (0)
 
 double Base(ps::Key key, int j) { return static_cast<double>(key % 1000 + 1 + j); }
 int LenOf(ps::Key key) { return 1 + static_cast<int>(key % 3); }
