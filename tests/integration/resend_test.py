@@ -148,8 +148,9 @@ def check_exact(args):
                                 f"{workers + servers + 1} nodes")
             if args.rate >= 0.05 and run_drops == 0:
                 problems.append("no message was dropped")
-            if args.rate >= 0.05 and run_resent == 0:
-                problems.append("no message was resent")
+            # Not checked per run: that something was resent. A run's few drops may all
+            # fall on messages whose loss needs no resend (resent=0 with 14 drops was seen
+            # on a loaded machine, the job exact); the check over all runs below holds.
             if problems:
                 failures.append(f"seed {seed}: " + "; ".join(problems) + "\n  reproduce: " +
                                 reproduce(args.launcher, args.app, workers, servers,
