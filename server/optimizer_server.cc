@@ -24,6 +24,10 @@ double NowSeconds() {
       .count();
 }
 
+// A part prefetches the key-table buckets of the key this many positions ahead of the
+// one it works on.
+constexpr size_t kPrefetchAhead = 8;
+
 int DefaultThreads() {
   int configured = Postoffice::Get()->config().server_threads;
   if (configured > 0) return configured;
@@ -166,7 +170,15 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
     answered_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  if (meta.push) {
+  const bool erase = meta.cmd == kEraseKeysCmd;
+  if (erase && meta.pull) {
+    server_->ResponseError(meta, Status::InvalidArgument(
+                                     "kEraseKeysCmd is a push command; a pull or push-pull "
+                                     "cannot carry it"));
+    answered_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (meta.push && !erase) {
     // A key pushed without values would open an empty aggregation round or count an
     // optimizer step that moved nothing; refuse before any part is applied.
     bool empty = data.lens.empty() ? data.vals.empty() : false;
@@ -351,11 +363,27 @@ void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positio
   try {
     size_t count = positions ? positions->size() : req->data.keys.size();
     const bool push = req->meta.push, pull = req->meta.pull;
+    const bool whole = req->chunk.chunk < 0;
+    const bool erase = req->meta.cmd == kEraseKeysCmd;  // a push (Handle refuses pulls)
     SArray<float>& out = req->part_vals[part];
-    for (size_t i = 0; i < count && failed.ok(); ++i) {
+    // The key table is much bigger than the caches: ask for the buckets of a key a few
+    // positions ahead, so that its misses overlap the work on this one.
+    auto prefetch_ahead = [&](size_t i) {
+      if (whole && i + kPrefetchAhead < count) {
+        size_t ahead = positions ? (*positions)[i + kPrefetchAhead] : i + kPrefetchAhead;
+        store.Prefetch(req->data.keys[ahead]);
+      }
+    };
+    for (size_t i = 0; i < count && failed.ok() && erase; ++i) {
       size_t p = positions ? (*positions)[i] : i;
-      StoreKey key = req->chunk.chunk >= 0 ? req->chunk : StoreKey{req->data.keys[p]};
-      ShardStore::Slot* slot = nullptr;
+      prefetch_ahead(i);
+      failed = store.Erase(whole ? StoreKey{req->data.keys[p]} : req->chunk);
+    }
+    for (size_t i = 0; i < count && failed.ok() && !erase; ++i) {
+      size_t p = positions ? (*positions)[i] : i;
+      prefetch_ahead(i);
+      StoreKey key = whole ? StoreKey{req->data.keys[p]} : req->chunk;
+      ShardStore::Slot slot;
       if (push) {
         size_t begin = req->offsets.empty() ? p * req->width : req->offsets[p];
         size_t len = req->offsets.empty() ? req->width : req->offsets[p + 1] - begin;
@@ -365,7 +393,7 @@ void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positio
           if (failed.ok() && pull) failed = store.Find(key, 0, 0, &slot);
         } else {
           failed = store.Find(key, static_cast<uint32_t>(len), static_cast<uint32_t>(len), &slot);
-          if (failed.ok()) optimizer_->Update(slot->values, slot->state(), g, len, ++slot->steps);
+          if (failed.ok()) optimizer_->Update(slot.values, slot.state(), g, len, slot.NextStep());
         }
       } else if (req->chunk.chunk >= 0) {
         failed = store.Find(key, req->chunk_len, req->chunk_len, &slot);
@@ -374,9 +402,9 @@ void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positio
       }
       if (failed.ok() && pull) {
         size_t at = out.size();
-        out.resize(at + slot->len);
-        std::memcpy(out.data() + at, slot->values, sizeof(float) * slot->len);
-        req->lens[p] = static_cast<int>(slot->len);
+        out.resize(at + slot.len);
+        std::memcpy(out.data() + at, slot.values, sizeof(float) * slot.len);
+        req->lens[p] = static_cast<int>(slot.len);
       }
     }
   } catch (const std::exception& e) {

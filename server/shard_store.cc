@@ -5,104 +5,178 @@
 #include <string>
 
 namespace ps {
-namespace {
-constexpr size_t kBlockFloats = size_t{1} << 20;  // 4 MiB
-}  // namespace
 
 std::string StoreKey::Name() const {
   if (chunk < 0) return "key " + std::to_string(key);
   return "chunk " + std::to_string(chunk) + " of key " + std::to_string(key);
 }
 
-float* ShardStore::Allocate(size_t floats) {
-  if (floats > kBlockFloats / 4) {  // big values get an allocation of their own
-    big_blocks_.emplace_back(new float[floats]);
-    return big_blocks_.back().get();
-  }
-  if (block_size_ == 0 || block_used_ + floats > block_size_) {
-    blocks_.emplace_back(new float[kBlockFloats]);
-    block_size_ = kBlockFloats;
-    block_used_ = 0;
-  }
-  float* p = blocks_.back().get() + block_used_;
-  block_used_ += floats;
-  return p;
-}
+ShardStore::ShardStore(const Optimizer* optimizer, const ValueInit& init)
+    : optimizer_(optimizer),
+      init_(init),
+      width_(optimizer->StateWidth()),
+      keys_(sizeof(uint32_t) + sizeof(float) * (1 + optimizer->StateWidth())) {}
 
-ShardStore::Slot* ShardStore::FindExisting(const StoreKey& key) {
-  if (key.chunk < 0) return slots_.Find(key.key);
-  auto it = chunks_.find(key);
-  return it == chunks_.end() ? nullptr : &it->second.slot;
-}
-
-Status ShardStore::Find(const StoreKey& key, uint32_t want_len, uint32_t create_len,
-                        Slot** slot) {
+bool ShardStore::FindExisting(const StoreKey& key, Slot* slot) {
   if (key.chunk < 0) {
-    if (Slot* found = slots_.Find(key.key)) {
-      if (want_len && found->len != want_len) {
+    const uint8_t* record = keys_.Find(key.key);
+    if (record) *slot = View(record);
+    return record != nullptr;
+  }
+  auto it = chunks_.find(key);
+  if (it == chunks_.end()) return false;
+  ChunkSlot& c = it->second;
+  slot->values = c.values;
+  slot->len = c.len;
+  slot->steps = &c.steps;
+  return true;
+}
+
+Status ShardStore::FindOrCreate(const StoreKey& key, uint32_t want_len, uint32_t create_len,
+                                Slot* slot) {
+  if (key.chunk < 0) {
+    if (const uint8_t* record = keys_.Find(key.key)) {
+      Slot found = View(record);
+      if (want_len && found.len != want_len) {
         return Status::InvalidArgument("key " + std::to_string(key.key) + " holds " +
-                                       std::to_string(found->len) + " values, not " +
+                                       std::to_string(found.len) + " values, not " +
                                        std::to_string(want_len));
       }
       *slot = found;
       return Status::OK();
     }
-    if (!chunks_.empty()) {
-      auto first = chunks_.find(StoreKey{key.key, 0});
-      if (first != chunks_.end()) {
-        return Status::InvalidArgument(
-            "key " + std::to_string(key.key) + " is stored in chunks (" +
-            std::to_string(first->second.value_len) +
-            " values): this worker does not know its length; push it first, or pull it "
-            "alone into an output array of that size");
-      }
+    if (uint64_t chunked_len = ChunkedLength(key.key)) {
+      return Status::InvalidArgument(
+          "key " + std::to_string(key.key) + " is stored in chunks (" +
+          std::to_string(chunked_len) +
+          " values): this worker does not know its length; push it first, or pull it "
+          "alone into an output array of that size");
     }
     return Create(key, create_len, slot);
   }
   auto it = chunks_.find(key);
   if (it != chunks_.end()) {
-    const ChunkSlot& c = it->second;
+    ChunkSlot& c = it->second;
     if (c.chunk_offset != key.chunk_offset || c.value_len != key.value_len ||
-        (want_len && c.slot.len != want_len)) {
+        (want_len && c.len != want_len)) {
       return Status::InvalidArgument(
           key.Name() + " holds values " + std::to_string(c.chunk_offset) + ".." +
-          std::to_string(c.chunk_offset + c.slot.len) + " of " + std::to_string(c.value_len) +
+          std::to_string(c.chunk_offset + c.len) + " of " + std::to_string(c.value_len) +
           "; the request has " + std::to_string(key.chunk_offset) + ".." +
           std::to_string(key.chunk_offset + (want_len ? want_len : create_len)) + " of " +
           std::to_string(key.value_len) + " (the key's length changed, or PS_CHUNK_BYTES did)");
     }
-    *slot = &it->second.slot;
+    slot->values = c.values;
+    slot->len = c.len;
+    slot->steps = &c.steps;
     return Status::OK();
   }
   if (key.chunk == 0) {
-    if (Slot* whole = slots_.Find(key.key)) {
+    if (const uint8_t* whole = keys_.Find(key.key)) {
       return Status::InvalidArgument("key " + std::to_string(key.key) + " holds a whole value of " +
-                                     std::to_string(whole->len) + "; the request has it in chunks (" +
+                                     std::to_string(View(whole).len) +
+                                     "; the request has it in chunks (" +
                                      std::to_string(key.value_len) + " values)");
     }
   }
   return Create(key, create_len, slot);
 }
 
-Status ShardStore::Create(const StoreKey& key, uint32_t len, Slot** slot) {
+Status ShardStore::Create(const StoreKey& key, uint32_t len, Slot* slot) {
   if (len == 0) return Status::InvalidArgument("cannot create a key of length 0");
-  size_t width = optimizer_->StateWidth();
-  float* mem = Allocate(static_cast<size_t>(len) * (1 + width));
   Slot s;
-  s.values = mem;
   s.len = len;
-  init_.Fill(key.key, s.values, len, key.chunk < 0 ? 0 : key.chunk_offset);
-  std::memset(s.state(), 0, sizeof(float) * len * width);
-  payload_bytes_ += sizeof(float) * len * (1 + width);
-  if (key.chunk < 0) {
-    *slot = slots_.Insert(key.key, s);
+  if (key.chunk < 0 && len == 1) {
+    uint8_t* record = keys_.Insert(key.key);  // zeroed: no steps, zero state
+    s = View(record);
   } else {
-    ChunkSlot& c = chunks_[key];
-    c.slot = s;
-    c.chunk_offset = key.chunk_offset;
-    c.value_len = key.value_len;
-    *slot = &c.slot;
+    float* values = arena_.Allocate(static_cast<size_t>(len) * (1 + width_));
+    std::memset(values + len, 0, sizeof(float) * len * width_);
+    if (key.chunk < 0) {
+      uint32_t index;
+      if (free_wide_.empty()) {
+        index = static_cast<uint32_t>(wide_.size());
+        wide_.emplace_back();
+      } else {
+        index = free_wide_.back();
+        free_wide_.pop_back();
+      }
+      WideSlot& w = wide_[index];
+      w.values = values;
+      w.len = len;
+      w.steps = 0;
+      uint8_t* record = keys_.Insert(key.key);
+      std::memcpy(record, &kWideMark, sizeof(kWideMark));
+      std::memcpy(record + sizeof(uint32_t), &index, sizeof(index));
+      s.steps = &w.steps;
+    } else {
+      ChunkSlot& c = chunks_[key];
+      c.values = values;
+      c.len = len;
+      c.steps = 0;
+      c.chunk_offset = key.chunk_offset;
+      c.value_len = key.value_len;
+      s.steps = &c.steps;
+    }
+    s.values = values;
   }
+  init_.Fill(key.key, s.values, len, key.chunk < 0 ? 0 : key.chunk_offset);
+  payload_bytes_ += PayloadBytes(len);
+  *slot = s;
+  return Status::OK();
+}
+
+uint64_t ShardStore::ChunkedLength(Key key) const {
+  if (chunks_.empty()) return 0;
+  auto first = chunks_.find(StoreKey{key, 0});  // chunk 0 lives on the key's own shard
+  return first == chunks_.end() ? 0 : first->second.value_len;
+}
+
+Status ShardStore::Erase(const StoreKey& key) {
+  if (key.chunk < 0) {
+    const uint8_t* record = keys_.Find(key.key);
+    if (!record) {
+      if (uint64_t chunked_len = ChunkedLength(key.key)) {
+        return Status::InvalidArgument(
+            "key " + std::to_string(key.key) + " is stored in chunks (" +
+            std::to_string(chunked_len) +
+            " values): erase it with all its values, so that every chunk's server gets "
+            "the erase");
+      }
+      return Status::OK();
+    }
+    uint32_t steps;
+    std::memcpy(&steps, record, sizeof(steps));
+    if (steps == kWideMark) {
+      uint32_t index;
+      std::memcpy(&index, record + sizeof(uint32_t), sizeof(index));
+      WideSlot& w = wide_[index];
+      arena_.Release(w.values, static_cast<size_t>(w.len) * (1 + width_));
+      payload_bytes_ -= PayloadBytes(w.len);
+      w = WideSlot();
+      free_wide_.push_back(index);
+    } else {
+      payload_bytes_ -= PayloadBytes(1);
+    }
+    keys_.Erase(key.key);
+  } else {
+    auto it = chunks_.find(key);
+    if (it == chunks_.end()) {
+      const uint8_t* whole = key.chunk == 0 ? keys_.Find(key.key) : nullptr;
+      if (whole) {
+        return Status::InvalidArgument(
+            "key " + std::to_string(key.key) + " holds a whole value of " +
+            std::to_string(View(whole).len) + "; the erase has it in chunks (" +
+            std::to_string(key.value_len) + " values)");
+      }
+      return Status::OK();
+    }
+    ChunkSlot& c = it->second;
+    arena_.Release(c.values, static_cast<size_t>(c.len) * (1 + width_));
+    payload_bytes_ -= PayloadBytes(c.len);
+    chunks_.erase(it);
+  }
+  for (auto& clock : rounds_) clock.second.erase(key);
   return Status::OK();
 }
 
@@ -113,7 +187,7 @@ Status ShardStore::Aggregate(const StoreKey& key, const float* g, uint32_t len, 
                                    "counted worker has ended clock " +
                                    std::to_string(closed_below_ - 1) + ")");
   }
-  Slot* slot = nullptr;
+  Slot slot;
   Status s = Find(key, len, len, &slot);  // creates the key and checks the length
   if (!s.ok()) return s;
   Round& round = rounds_[clock][key];
@@ -128,11 +202,14 @@ void ShardStore::CloseRounds(int64_t minimum) {
   std::vector<float> mean;
   while (!rounds_.empty() && rounds_.begin()->first < minimum) {
     for (auto& [key, round] : rounds_.begin()->second) {
-      Slot* slot = FindExisting(key);  // created by Aggregate; never removed
+      // Created by Aggregate; an erase removes the key's rounds with it.
+      Slot slot;
+      bool found = FindExisting(key, &slot);
+      if (!found) continue;
       mean.resize(round.sum.size());
       float n = static_cast<float>(round.count);
       for (size_t i = 0; i < mean.size(); ++i) mean[i] = round.sum[i] / n;
-      optimizer_->Update(slot->values, slot->state(), mean.data(), slot->len, ++slot->steps);
+      optimizer_->Update(slot.values, slot.state(), mean.data(), slot.len, slot.NextStep());
     }
     rounds_.erase(rounds_.begin());
   }
@@ -159,47 +236,52 @@ size_t ShardStore::open_round_entries() const {
 }
 
 void ShardStore::Snapshot(std::vector<CheckpointRecord>* out) const {
-  size_t width = optimizer_->StateWidth();
-  auto record = [&](const StoreKey& key, const Slot& slot) {
+  auto record = [&](const StoreKey& key, const float* values, uint32_t len, uint32_t steps) {
     CheckpointRecord r;
     r.key = key.key;
     r.chunk = key.chunk;
     r.chunk_offset = key.chunk_offset;
     r.value_len = key.value_len;
-    r.steps = slot.steps;
-    r.values.assign(slot.values, slot.values + slot.len);
-    r.state.assign(slot.state(), slot.state() + slot.len * width);
+    r.steps = steps;
+    r.values.assign(values, values + len);
+    r.state.assign(values + len, values + len + len * width_);
     out->push_back(std::move(r));
   };
-  slots_.ForEach([&](Key key, const Slot& slot) { record(StoreKey{key}, slot); });
+  keys_.ForEach([&](Key key, const uint8_t* r) {
+    Slot s = View(r);
+    record(StoreKey{key}, s.values, s.len, *s.steps);
+  });
   for (const auto& kv : chunks_) {
     StoreKey key = kv.first;
     key.chunk_offset = kv.second.chunk_offset;
     key.value_len = kv.second.value_len;
-    record(key, kv.second.slot);
+    record(key, kv.second.values, kv.second.len, kv.second.steps);
   }
 }
 
 Status ShardStore::Restore(const CheckpointRecord& record) {
   uint32_t len = static_cast<uint32_t>(record.values.size());
-  if (len == 0 || record.state.size() != len * optimizer_->StateWidth()) {
+  if (len == 0 || record.state.size() != len * width_) {
     return Status::DataLoss("checkpoint record of key " + std::to_string(record.key) +
                             " does not fit this optimizer");
   }
-  Slot* slot = nullptr;
+  Slot slot;
   StoreKey key{record.key, record.chunk, record.chunk_offset, record.value_len};
   Status s = Find(key, 0, len, &slot);
   if (!s.ok()) return s;
-  if (slot->len != len) {
-    return Status::InvalidArgument(key.Name() + " already holds " +
-                                   std::to_string(slot->len) + " values");
+  if (slot.len != len) {
+    return Status::InvalidArgument(key.Name() + " already holds " + std::to_string(slot.len) +
+                                   " values");
   }
-  std::memcpy(slot->values, record.values.data(), sizeof(float) * len);
+  std::memcpy(slot.values, record.values.data(), sizeof(float) * len);
   // sgd keeps no state: an empty vector's data() is null, undefined for memcpy.
   if (!record.state.empty()) {
-    std::memcpy(slot->state(), record.state.data(), sizeof(float) * record.state.size());
+    std::memcpy(slot.state(), record.state.data(), sizeof(float) * record.state.size());
   }
-  slot->steps = record.steps;
+  // Steps are kept in 32 bits (see Slot::NextStep); a count beyond is as good as the
+  // maximum, and a negative one (not written by HerdPS) counts as none.
+  *slot.steps =
+      static_cast<uint32_t>(std::clamp<int64_t>(record.steps, 0, static_cast<int64_t>(kMaxSteps)));
   return Status::OK();
 }
 

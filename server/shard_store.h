@@ -1,15 +1,23 @@
-// ShardStore: the keys one shard thread owns, each with its values and optimizer
-// state side by side in one arena allocation.
+// ShardStore: the keys one shard thread owns, with their values, optimizer state and
+// step counts.
+//
+// A key of one value lives entirely in its KeyTable record: the step count (32 bits)
+// and the value followed by its StateWidth() floats of state, so one-float keys cost
+// the table's slot and nothing else. A longer key's record holds the index of a
+// WideSlot, whose values and state are one ValueArena array; chunks of large values
+// are kept apart in a map of their own. Keys and chunks can be erased; their memory
+// is reused by later keys.
 //
 // Thread safety: none; owned and used by exactly one shard thread.
 #ifndef HERDPS_SERVER_SHARD_STORE_H_
 #define HERDPS_SERVER_SHARD_STORE_H_
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
-#include <string>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -21,6 +29,7 @@
 #include "ps/optimizer.h"
 #include "ps/status.h"
 #include "ps/value_init.h"
+#include "value_arena.h"
 
 namespace ps {
 
@@ -41,22 +50,61 @@ struct StoreKeyHash {
   }
 };
 
+// Step counts are 32 bits and stop at this (see Slot::NextStep).
+constexpr uint32_t kMaxSteps = 0xfffffffe;
+
+// A view of one stored key or chunk. It stays valid until the next insert or erase on
+// its store: either may move the record it points into.
+struct Slot {
+  float* values = nullptr;  // len values, then StateWidth() * len floats of state
+  uint32_t len = 0;
+  uint32_t* steps = nullptr;  // optimizer steps applied
+  float* state() const { return values + len; }
+  // Counts one more optimizer step and returns the count including it. The count stops
+  // at kMaxSteps (4.29e9): by then b^t is below 1e-18 for any beta <= 1 - 1e-8, so
+  // Adam's bias corrections are exactly 1 in double whether t goes on or not.
+  int64_t NextStep() const {
+    if (*steps < kMaxSteps) ++*steps;
+    return *steps;
+  }
+};
+
 class ShardStore {
  public:
   using Slot = ps::Slot;
 
-  ShardStore(const Optimizer* optimizer, const ValueInit& init)
-      : optimizer_(optimizer), init_(init) {}
+  ShardStore(const Optimizer* optimizer, const ValueInit& init);
 
   // The slot of `key`. A present key must hold `want_len` values (0: any length),
   // else InvalidArgument; an absent one is created with `create_len` initialised values.
   // A whole key and the chunks of the same key never mix: asking for one where the
   // other is stored is InvalidArgument naming both (chunk 0 lives on the key's shard,
   // so this shard can tell).
-  Status Find(const StoreKey& key, uint32_t want_len, uint32_t create_len, Slot** slot);
-  Status Find(Key key, uint32_t want_len, uint32_t create_len, Slot** slot) {
+  Status Find(const StoreKey& key, uint32_t want_len, uint32_t create_len, Slot* slot) {
+    // The common case inline (a whole key that is there, of the right length): this runs
+    // once per key of every request.
+    if (key.chunk < 0) {
+      if (const uint8_t* record = keys_.Find(key.key)) {
+        Slot found = View(record);
+        if (!want_len || found.len == want_len) {
+          *slot = found;
+          return Status::OK();
+        }
+      }
+    }
+    return FindOrCreate(key, want_len, create_len, slot);
+  }
+  Status Find(Key key, uint32_t want_len, uint32_t create_len, Slot* slot) {
     return Find(StoreKey{key}, want_len, create_len, slot);
   }
+  // Hints the caches to load the record of whole key `key` (a Find soon after is faster).
+  void Prefetch(Key key) const { keys_.Prefetch(key); }
+
+  // Removes a whole key or one chunk, with its values, optimizer state, step count and
+  // the pushes held for it in open rounds; a later Find creates it afresh. An absent
+  // key is not an error. A whole key stored in chunks, or chunk 0 of a key stored
+  // whole, is InvalidArgument, and nothing is removed.
+  Status Erase(const StoreKey& key);
 
   // Synchronous aggregation (BSP): adds a gradient pushed in worker clock `clock` to
   // the key's round of that clock. Nothing is applied until the round closes.
@@ -78,22 +126,33 @@ class ShardStore {
 
   // Appends every key's record (for checkpoints).
   void Snapshot(std::vector<CheckpointRecord>* out) const;
-  // Sets a key to exactly the record's values, state and step count.
+  // Sets a key to exactly the record's values and state, and its step count to the
+  // record's clamped to [0, kMaxSteps].
   Status Restore(const CheckpointRecord& record);
 
   // Keys and chunks stored.
-  size_t num_keys() const { return slots_.size() + chunks_.size(); }
-  // Bytes of values and optimizer state held (not counting the key table).
+  size_t num_keys() const { return keys_.size() + chunks_.size(); }
+  // Bytes of values and optimizer state held, wherever they are (one-value keys hold
+  // theirs in the key table).
   size_t payload_bytes() const { return payload_bytes_; }
+  // Bytes of the key table (its slots and directory) and of the value arena.
+  size_t table_bytes() const { return keys_.bytes(); }
+  size_t arena_bytes() const { return arena_.bytes(); }
 
  private:
-  float* Allocate(size_t floats);
-  Status Create(const StoreKey& key, uint32_t len, Slot** slot);
-  Slot* FindExisting(const StoreKey& key);
-
-  // A chunk's slot with the layout it was created with.
+  // The whole length of `key` if it is stored in chunks here, else 0.
+  uint64_t ChunkedLength(Key key) const;
+  // A key of more than one value: its arrays live in the arena.
+  struct WideSlot {
+    float* values = nullptr;  // null while the slot is free
+    uint32_t len = 0;
+    uint32_t steps = 0;
+  };
+  // A chunk's arrays and step count, with the layout it was created with.
   struct ChunkSlot {
-    Slot slot;
+    float* values = nullptr;
+    uint32_t len = 0;
+    uint32_t steps = 0;
     uint64_t chunk_offset = 0;
     uint64_t value_len = 0;
   };
@@ -105,19 +164,43 @@ class ShardStore {
     uint32_t count = 0;
   };
 
+  // A key table record: the step count, then the value and its state. A wide key's
+  // record has kWideMark for its step count and its WideSlot index in place of the
+  // value.
+  static constexpr uint32_t kWideMark = 0xffffffff;
+  Slot View(const uint8_t* record) const {
+    uint8_t* r = const_cast<uint8_t*>(record);
+    uint32_t steps;
+    std::memcpy(&steps, r, sizeof(steps));
+    if (steps != kWideMark) {
+      return Slot{reinterpret_cast<float*>(r + sizeof(uint32_t)), 1,
+                  reinterpret_cast<uint32_t*>(r)};
+    }
+    uint32_t index;
+    std::memcpy(&index, r + sizeof(uint32_t), sizeof(index));
+    const WideSlot& w = wide_[index];
+    return Slot{w.values, w.len, const_cast<uint32_t*>(&w.steps)};
+  }
+  // Find's general case: a chunk, an absent key, or a length to complain about.
+  Status FindOrCreate(const StoreKey& key, uint32_t want_len, uint32_t create_len, Slot* slot);
+
+  Status Create(const StoreKey& key, uint32_t len, Slot* slot);
+  // A stored key's or chunk's slot; false if absent.
+  bool FindExisting(const StoreKey& key, Slot* slot);
+  size_t PayloadBytes(uint32_t len) const { return sizeof(float) * len * (1 + width_); }
+
   const Optimizer* optimizer_;
   ValueInit init_;
+  const size_t width_;  // optimizer_->StateWidth()
   std::map<int64_t, std::unordered_map<StoreKey, Round, StoreKeyHash>> rounds_;  // by clock
   int64_t closed_below_ = 0;
   std::multimap<int64_t, std::function<void(ShardStore&)>> parked_;  // by clock needed
-  KeyTable slots_;
+  KeyTable keys_;
+  std::vector<WideSlot> wide_;
+  std::vector<uint32_t> free_wide_;  // indexes of free WideSlots
   // Chunks of large values: few, each big, so a node-based map costs nothing.
   std::unordered_map<StoreKey, ChunkSlot, StoreKeyHash> chunks_;
-  // Arena: slots are carved from large blocks, so a small key costs no malloc.
-  std::vector<std::unique_ptr<float[]>> blocks_;
-  std::vector<std::unique_ptr<float[]>> big_blocks_;
-  size_t block_used_ = 0;
-  size_t block_size_ = 0;
+  ValueArena arena_;
   size_t payload_bytes_ = 0;
 };
 

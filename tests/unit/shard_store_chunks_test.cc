@@ -32,15 +32,15 @@ class ChunksTest : public ::testing::Test {
 };
 
 TEST_F(ChunksTest, ChunksOfOneKeyAreSeparateSlots) {
-  ShardStore::Slot *a = nullptr, *b = nullptr;
+  ShardStore::Slot a, b;
   ASSERT_TRUE(store_->Find(Chunk(7, 0, 0, 10), 4, 4, &a).ok());
   ASSERT_TRUE(store_->Find(Chunk(7, 2, 8, 10), 2, 2, &b).ok());
-  ASSERT_NE(a, b);
-  a->values[0] = 1.0f;
-  b->values[0] = 2.0f;
-  ShardStore::Slot* again = nullptr;
+  ASSERT_NE(a.values, b.values);
+  a.values[0] = 1.0f;
+  b.values[0] = 2.0f;
+  ShardStore::Slot again;
   ASSERT_TRUE(store_->Find(Chunk(7, 0, 0, 10), 4, 4, &again).ok());
-  EXPECT_EQ(again->values[0], 1.0f);
+  EXPECT_EQ(again.values[0], 1.0f);
   EXPECT_EQ(store_->num_keys(), 2u);
 }
 
@@ -51,13 +51,13 @@ TEST_F(ChunksTest, AChunkStartsWithTheValuesTheWholeKeyWouldHave) {
   init.kind = ValueInit::kUniform;
   init.seed = 5;
   init.Fill(7, whole.data(), whole.size());
-  ShardStore::Slot* chunk = nullptr;
+  ShardStore::Slot chunk;
   ASSERT_TRUE(store_->Find(Chunk(7, 1, 4, 10), 4, 4, &chunk).ok());
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(chunk->values[i], whole[4 + i]) << i;
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(chunk.values[i], whole[4 + i]) << i;
 }
 
 TEST_F(ChunksTest, WholeAndChunkedNeverMix) {
-  ShardStore::Slot* slot = nullptr;
+  ShardStore::Slot slot;
   ASSERT_TRUE(store_->Find(Chunk(7, 0, 0, 10), 4, 4, &slot).ok());
   // A whole-key request of a key stored in chunks: refused, nothing created.
   Status s = store_->Find(7, 0, 1, &slot);
@@ -72,7 +72,7 @@ TEST_F(ChunksTest, WholeAndChunkedNeverMix) {
 }
 
 TEST_F(ChunksTest, AChunkWithAnotherLayoutIsRefused) {
-  ShardStore::Slot* slot = nullptr;
+  ShardStore::Slot slot;
   ASSERT_TRUE(store_->Find(Chunk(7, 1, 4, 10), 4, 4, &slot).ok());
   EXPECT_FALSE(store_->Find(Chunk(7, 1, 4, 12), 4, 4, &slot).ok());  // the key grew
   EXPECT_FALSE(store_->Find(Chunk(7, 1, 5, 10), 4, 4, &slot).ok());  // chunk size changed
@@ -96,9 +96,9 @@ TEST_F(ChunksTest, RoundsAndSnapshotsKeepChunksApart) {
   // Restored into a fresh store, each chunk comes back as itself.
   ShardStore fresh(optimizer_.get(), ValueInit());
   for (const CheckpointRecord& r : records) ASSERT_TRUE(fresh.Restore(r).ok());
-  ShardStore::Slot* slot = nullptr;
+  ShardStore::Slot slot;
   ASSERT_TRUE(fresh.Find(Chunk(7, 1, 2, 4), 2, 2, &slot).ok());
-  EXPECT_EQ(slot->steps, 1);
+  EXPECT_EQ(*slot.steps, 1u);
   EXPECT_EQ(fresh.num_keys(), 2u);
 }
 

@@ -28,14 +28,13 @@ class RoundsTest : public ::testing::Test {
     return store_->Aggregate(StoreKey{key}, g.data(), static_cast<uint32_t>(g.size()), clock);
   }
   std::vector<float> Value(Key key) {
-    ShardStore::Slot* slot = nullptr;
+    ShardStore::Slot slot;
     EXPECT_TRUE(store_->Find(key, 0, 0, &slot).ok());
-    return slot ? std::vector<float>(slot->values, slot->values + slot->len)
-                : std::vector<float>();
+    return std::vector<float>(slot.values, slot.values + slot.len);
   }
   uint64_t Steps(Key key) {
-    ShardStore::Slot* slot = nullptr;
-    return store_->Find(key, 0, 0, &slot).ok() ? slot->steps : 0;
+    ShardStore::Slot slot;
+    return store_->Find(key, 0, 0, &slot).ok() ? *slot.steps : 0;
   }
 
   std::unique_ptr<Optimizer> optimizer_;
@@ -98,9 +97,9 @@ TEST_F(RoundsTest, ParkedTasksRunOnceTheirRoundsAreAppliedInTheOrderParked) {
   store_->Park(2, [&](ShardStore&) { ran.push_back("c2"); });
   ASSERT_TRUE(Push(1, {4}, 0).ok());
   store_->Park(1, [&](ShardStore& s) {
-    ShardStore::Slot* slot = nullptr;
+    ShardStore::Slot slot;
     ASSERT_TRUE(s.Find(1, 0, 0, &slot).ok());
-    ran.push_back("sees " + std::to_string(static_cast<int>(slot->values[0])));
+    ran.push_back("sees " + std::to_string(static_cast<int>(slot.values[0])));
   });
   EXPECT_EQ(store_->parked(), 4u);
   store_->CloseRounds(1);

@@ -13,6 +13,9 @@
 // checkpoints). A push whose length differs from the key's is refused with
 // InvalidArgument (the other keys of that request on other shards may already be
 // updated; the error says which key).
+//
+// Keys can be erased: a push with cmd kEraseKeysCmd (below) removes its keys instead
+// of updating them.
 #ifndef PS_OPTIMIZER_SERVER_H_
 #define PS_OPTIMIZER_SERVER_H_
 
@@ -33,6 +36,20 @@ namespace ps {
 class ShardStore;
 class ShardThread;
 struct CheckpointData;
+
+// The cmd of a push (KVWorker::Push / ZPush, argument `cmd`) that erases its keys: each
+// key's values, optimizer state, step count and the pushes held for it in open
+// synchronous-aggregation rounds are removed, and the server answers as for a push.
+// The pushed values are ignored, but the push must carry them as a gradient push of
+// those keys would (KVServer refuses a push without values): a key stored in chunks is
+// erased only by a push with its whole length, which the worker splits like any push
+// so that every chunk's server gets its part; a push of fewer values for it is
+// refused with InvalidArgument. Erasing an absent key does nothing. An erased key's
+// memory is reused by later keys; a later pull or push creates the key afresh, as one
+// never seen (initial values, zero state, step count 0). An erase counts in
+// pushes_taken(). A pull or push-pull with this cmd is refused with InvalidArgument.
+// The value spells "ERAS" in ASCII, to stay clear of the small cmd values apps use.
+constexpr int kEraseKeysCmd = 0x45524153;
 
 struct OptimizerServerOptions {
   OptimizerOptions optimizer;
