@@ -344,6 +344,20 @@ Status Config::FromEnvironment(Config* c, const Getenv& getenv) {
   if ((text = Lookup(getenv, "PS_TUNE_MALLOC", nullptr))) {
     cfg.tune_malloc = std::string(text) != "0";
   }
+  if ((text = Lookup(getenv, "PS_IDLE_TRIM_MS", nullptr))) {
+    if (!(s = ParseInt("PS_IDLE_TRIM_MS", text, 0, 86400000, &v)).ok()) return s;
+    cfg.idle_trim_ms = static_cast<int>(v);
+  }
+  if ((text = Lookup(getenv, "PS_SHM", nullptr))) {
+    if (!(s = ParseBool("PS_SHM", text, &cfg.shm)).ok()) return s;
+  }
+  if ((text = Lookup(getenv, "PS_SHM_BYTES", nullptr))) {
+    // At most shm::kMaxRingBytes (van/shm_segment.h): receivers refuse larger offers.
+    if (!(s = ParseInt("PS_SHM_BYTES", text, int64_t{1} << 20, int64_t{1} << 36, &v)).ok()) {
+      return s;
+    }
+    cfg.shm_bytes = static_cast<uint64_t>(v);
+  }
   double d = 0;
   if ((text = Lookup(getenv, "PS_HEARTBEAT_INTERVAL", nullptr))) {
     if (!(s = ParseDouble("PS_HEARTBEAT_INTERVAL", text, 0, 3600, &d)).ok()) return s;
@@ -437,9 +451,11 @@ const char* const Config::kNames[] = {
     "DMLC_PS_WATER_MARK", "PS_INTERFACE", "DMLC_INTERFACE", "PS_NODE_HOST", "DMLC_NODE_HOST",
     "DMLC_USE_KUBERNETES", "PS_PORT", "DMLC_PORT", "PORT", "PS_CONTROL_PORT", "PS_RANK",
     "PS_RING_VIRTUAL_NODES", "PS_SERVER_THREADS", "PS_START_TIMEOUT", "PS_MAX_MESSAGE_BYTES",
-    "PS_VERBOSE", "PS_TUNE_MALLOC", "PS_HEARTBEAT_INTERVAL", "PS_HEARTBEAT_TIMEOUT",
-    "PS_REQUEST_TIMEOUT", "PS_RESEND", "PS_RESEND_TIMEOUT", "PS_DROP_RATE", "PS_DROP_MSG",
+    "PS_VERBOSE", "PS_TUNE_MALLOC", "PS_IDLE_TRIM_MS",
+    "PS_HEARTBEAT_INTERVAL", "PS_HEARTBEAT_TIMEOUT", "PS_REQUEST_TIMEOUT", "PS_RESEND",
+    "PS_RESEND_TIMEOUT", "PS_DROP_RATE", "PS_DROP_MSG",
     "PS_DROP_SEED", "PS_CONSISTENCY", "PS_KEY_PLACEMENT", "PS_CHUNK_BYTES", "PS_JOB_TOKEN",
-    "PS_SECURE", "PS_CURVE_SECRET_KEY", "PS_CURVE_SECRET_KEY_FILE", nullptr};
+    "PS_SECURE", "PS_CURVE_SECRET_KEY", "PS_CURVE_SECRET_KEY_FILE", "PS_SHM", "PS_SHM_BYTES",
+    nullptr};
 
 }  // namespace ps

@@ -189,10 +189,14 @@ uint64_t Customer::RequestIdOf(int timestamp) {
 }
 
 void Customer::FinishRequest(int timestamp, const Status& status) {
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     uint64_t id = IdOfLocked(timestamp);
     if (!in_flight_.erase(id)) return;
+    // A finish nobody waits for yet (a window of requests, a callback) needs no
+    // notify: waiters look at in_flight_ under this lock before they sleep.
+    wake = sleepers_ > 0;
     if (!status.ok()) {
       failures_[id] = status;
       failure_order_.push_back(id);
@@ -202,7 +206,7 @@ void Customer::FinishRequest(int timestamp, const Status& status) {
       }
     }
   }
-  finished_cv_.notify_all();
+  if (wake) finished_cv_.notify_all();
 }
 
 Status Customer::WaitRequest(int timestamp) {
@@ -220,9 +224,17 @@ Status Customer::WaitRequest(int timestamp, std::chrono::milliseconds timeout) {
   // A timeout beyond a century is "forever": a deadline that far would overflow the
   // clock's arithmetic and come back at once.
   constexpr auto kForever = std::chrono::hours(24 * 365 * 100);
-  if (timeout >= kForever) {
-    finished_cv_.wait(lock, done);
-  } else if (!finished_cv_.wait_until(lock, Clock::now() + timeout, done)) {
+  bool finished = true;
+  if (!done()) {
+    ++sleepers_;
+    if (timeout >= kForever) {
+      finished_cv_.wait(lock, done);
+    } else {
+      finished = finished_cv_.wait_until(lock, Clock::now() + timeout, done);
+    }
+    --sleepers_;
+  }
+  if (!finished) {
     return Status::Timeout("request " + std::to_string(timestamp) + " not finished after " +
                            std::to_string(timeout.count()) + " ms (it goes on)");
   }

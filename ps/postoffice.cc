@@ -157,6 +157,8 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
       options.send_high_water_mark = config_.send_high_water_mark;
       options.identity = my_node_.identity;
       options.curve_secret_key = config_.curve_secret_key;  // PS_SECURE
+      options.shm = config_.shm;  // PS_SHM
+      options.shm_bytes = config_.shm_bytes;
       s = van_->Start(options, [this](Message&& msg, Channel channel) {
         OnMessage(std::move(msg), channel);
       });

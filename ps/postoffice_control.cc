@@ -2,6 +2,7 @@
 // thread, which never runs app code, so heartbeats, ACKs, barriers and deadlines go
 // on whatever the app's handles and callbacks are doing.
 #include <glog/logging.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "ps/internal/postoffice.h"
 #include "ps/internal/reorder_window.h"
 #include "ps/internal/resend_outbox.h"
+#include "ps/logging.h"
 #include "scheduler_role.h"
 
 namespace ps {
@@ -206,10 +208,43 @@ void Postoffice::StartNodeTimers() {
                          std::chrono::milliseconds(config_.resend_timeout_ms / 4));
     loop_->RunEvery(tick, [this] { ResendDue(); });
   }
+  if (config_.idle_trim_ms > 0) {
+    idle_trim_ = IdleTrim();
+    idle_trim_.busy_at = std::chrono::steady_clock::now();
+    auto tick = std::max(std::chrono::milliseconds(50),
+                         std::chrono::milliseconds(config_.idle_trim_ms / 2));
+    loop_->RunEvery(tick, [this] { TrimMemoryIfIdle(); });
+  }
   loop_->RunEvery(kRequestSweep, [this] {
     ExpireRequests();
     if (has_early_.load(std::memory_order_relaxed)) ExpireEarlyMessages();
   });
+}
+
+void Postoffice::TrimMemoryIfIdle() {
+  // Traffic below this per tick (heartbeats, ACKs, small requests) neither needs the
+  // large buffers malloc keeps nor counts as busy.
+  constexpr uint64_t kBusyBytes = 1 << 20;
+  VanStats stats = van_->stats();
+  uint64_t bytes = stats.sent_bytes + stats.received_bytes;
+  auto now = std::chrono::steady_clock::now();
+  if (bytes - idle_trim_.bytes_seen >= kBusyBytes) {
+    idle_trim_.busy_at = now;
+    idle_trim_.trimmed = false;
+  }
+  idle_trim_.bytes_seen = bytes;
+  if (idle_trim_.trimmed ||
+      now - idle_trim_.busy_at < std::chrono::milliseconds(config_.idle_trim_ms)) {
+    return;
+  }
+  // The kept buffers speed up the next burst of large messages; an idle node gives
+  // them back (with PS_TUNE_MALLOC glibc keeps up to 1 GiB of free heap otherwise, and
+  // a shared-memory ring stays resident at its busiest).
+  uint64_t ring_bytes = van_->ReleaseIdleMemory();
+  malloc_trim(0);
+  idle_trim_.trimmed = true;
+  PS_VLOG(1) << "idle for " << config_.idle_trim_ms << " ms: gave free memory back ("
+             << (ring_bytes >> 20) << " MiB of shared-memory rings, and malloc_trim)";
 }
 
 void Postoffice::SendHeartbeat() {

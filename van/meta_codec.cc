@@ -13,6 +13,7 @@ constexpr size_t kMaxNodesInControl = 1 << 16;
 constexpr size_t kMaxBodyBytes = 64 << 20;
 constexpr size_t kMaxIdentityBytes = 255;  // ZeroMQ's limit on routing ids
 constexpr size_t kMaxTokenBytes = 1024;
+constexpr size_t kMaxShmReasonBytes = 1024;
 
 void ToWire(const Node& n, herdps::wire::Node* p) {
   p->set_id(n.id);
@@ -60,6 +61,10 @@ Status FromWire(const herdps::wire::Node& p, Node* n) {
 }  // namespace
 
 Status EncodeMeta(const Message& msg, std::string* out) {
+  return EncodeMeta(msg, ShmFields(), out);
+}
+
+Status EncodeMeta(const Message& msg, const ShmFields& shm, std::string* out) {
   const Meta& m = msg.meta;
   if (m.data_type.size() != msg.data.size()) {
     return Status::Internal("message has " + std::to_string(msg.data.size()) +
@@ -125,12 +130,116 @@ Status EncodeMeta(const Message& msg, std::string* out) {
   p.set_request_id(m.request_id);
   p.set_incarnation(m.incarnation);
   p.set_sender_incarnation(m.sender_incarnation);
+  if (shm.has_offer) {
+    auto* o = p.mutable_shm_offer();
+    o->set_ring(shm.offer.ring);
+    o->set_pid(shm.offer.pid);
+    o->set_fd(shm.offer.fd);
+    o->set_bytes(shm.offer.bytes);
+    o->set_token(shm.offer.token);
+  }
+  if (!shm.frames.empty()) {
+    p.set_shm_ring(shm.ring);
+    for (const ShmFrameRef& f : shm.frames) {
+      if (f.index >= msg.data.size()) {
+        return Status::Internal("shared-memory descriptor for data frame " +
+                                std::to_string(f.index) + " of " +
+                                std::to_string(msg.data.size()));
+      }
+      auto* d = p.add_shm_frame();
+      d->set_index(f.index);
+      d->set_offset(f.offset);
+      d->set_serial(f.serial);
+    }
+  }
   if (!p.SerializeToString(out)) return Status::Internal("meta does not serialise");
   return Status::OK();
 }
 
 Status DecodeMeta(const void* bytes, size_t size, const std::vector<size_t>& frame_sizes,
                   Meta* meta) {
+  ShmFields shm;
+  Status s = DecodeMeta(bytes, size, frame_sizes, meta, &shm);
+  if (s.ok() && !shm.empty()) {
+    return Status::InvalidArgument("meta carries shared-memory fields where none are taken");
+  }
+  return s;
+}
+
+namespace {
+
+// The van-private fields' shape (see DecodeMeta); marks the frames they carry.
+Status DecodeShmFields(const herdps::wire::Meta& p, size_t frames, ShmFields* shm,
+                       std::vector<bool>* in_shm) {
+  *shm = ShmFields();
+  in_shm->assign(frames, false);
+  if (p.has_shm_offer()) {
+    const auto& o = p.shm_offer();
+    if (o.ring() == 0 || o.pid() <= 0 || o.fd() < 0 || o.bytes() == 0 ||
+        o.token().size() != kShmTokenBytes) {
+      return Status::InvalidArgument("incomplete shared-memory offer");
+    }
+    shm->has_offer = true;
+    shm->offer.ring = o.ring();
+    shm->offer.pid = o.pid();
+    shm->offer.fd = o.fd();
+    shm->offer.bytes = o.bytes();
+    shm->offer.token = o.token();
+  }
+  if (p.shm_frame_size() == 0) return Status::OK();
+  if (p.shm_ring() == 0) {
+    return Status::InvalidArgument("shared-memory frames without a ring");
+  }
+  if (static_cast<size_t>(p.shm_frame_size()) > frames) {
+    return Status::InvalidArgument(std::to_string(p.shm_frame_size()) +
+                                   " shared-memory descriptors for " + std::to_string(frames) +
+                                   " data frames");
+  }
+  shm->ring = p.shm_ring();
+  for (const auto& f : p.shm_frame()) {
+    if (f.index() >= frames || (!shm->frames.empty() && f.index() <= shm->frames.back().index)) {
+      return Status::InvalidArgument("shared-memory descriptor for data frame " +
+                                     std::to_string(f.index()) +
+                                     " is out of range or out of order");
+    }
+    shm->frames.push_back({f.index(), f.offset(), f.serial()});
+    (*in_shm)[f.index()] = true;
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+std::string EncodeShmAnswer(const ShmAnswerFields& answer) {
+  herdps::wire::ShmAnswer p;
+  p.set_ring(answer.ring);
+  p.set_token(answer.token);
+  p.set_accepted(answer.accepted);
+  if (!answer.reason.empty()) {
+    p.set_reason(answer.reason.substr(0, kMaxShmReasonBytes));
+  }
+  return p.SerializeAsString();
+}
+
+Status DecodeShmAnswer(const void* bytes, size_t size, ShmAnswerFields* answer) {
+  herdps::wire::ShmAnswer p;
+  if (size > kMaxShmReasonBytes * 2 || !p.ParseFromArray(bytes, static_cast<int>(size))) {
+    return Status::InvalidArgument("shared-memory answer of " + std::to_string(size) +
+                                   " bytes does not parse");
+  }
+  if (p.ring() == 0 || p.token().size() != kShmTokenBytes ||
+      p.reason().size() > kMaxShmReasonBytes) {
+    return Status::InvalidArgument("malformed shared-memory answer");
+  }
+  answer->ring = p.ring();
+  answer->token = p.token();
+  answer->accepted = p.accepted();
+  answer->reason = p.reason();
+  return Status::OK();
+}
+
+Status DecodeMeta(const void* bytes, size_t size, const std::vector<size_t>& frame_sizes,
+                  Meta* meta, ShmFields* shm) {
   herdps::wire::Meta p;
   if (size > static_cast<size_t>(std::numeric_limits<int>::max()) ||
       !p.ParseFromArray(bytes, static_cast<int>(size))) {
@@ -147,6 +256,9 @@ Status DecodeMeta(const void* bytes, size_t size, const std::vector<size_t>& fra
                                    " frame sizes but " + std::to_string(p.data_type_size()) +
                                    " frame types");
   }
+  std::vector<bool> in_shm;
+  Status shm_status = DecodeShmFields(p, frame_sizes.size(), shm, &in_shm);
+  if (!shm_status.ok()) return shm_status;
   meta->data_type.clear();
   for (size_t i = 0; i < frame_sizes.size(); ++i) {
     int type = p.data_type(static_cast<int>(i));
@@ -154,19 +266,29 @@ Status DecodeMeta(const void* bytes, size_t size, const std::vector<size_t>& fra
       return Status::InvalidArgument("data frame " + std::to_string(i) + " has unknown type " +
                                      std::to_string(type));
     }
-    if (p.data_size(static_cast<int>(i)) != frame_sizes[i]) {
+    const uint64_t declared = p.data_size(static_cast<int>(i));
+    if (in_shm[i]) {
+      // In shared memory: an empty frame on the wire, the real size declared.
+      if (frame_sizes[i] != 0 || declared == 0) {
+        return Status::InvalidArgument("data frame " + std::to_string(i) +
+                                       " is in shared memory but carries " +
+                                       std::to_string(frame_sizes[i]) + " bytes and declares " +
+                                       std::to_string(declared));
+      }
+    } else if (declared != frame_sizes[i]) {
       return Status::InvalidArgument("data frame " + std::to_string(i) + " declares " +
-                                     std::to_string(p.data_size(static_cast<int>(i))) +
-                                     " bytes but carries " + std::to_string(frame_sizes[i]));
+                                     std::to_string(declared) + " bytes but carries " +
+                                     std::to_string(frame_sizes[i]));
     }
     DataType dt = static_cast<DataType>(type);
-    if (frame_sizes[i] % DataTypeSize(dt) != 0) {
+    if (declared % DataTypeSize(dt) != 0) {
       return Status::InvalidArgument("data frame " + std::to_string(i) + " has " +
-                                     std::to_string(frame_sizes[i]) +
+                                     std::to_string(declared) +
                                      " bytes, not a whole number of " + DataTypeName(dt));
     }
     meta->data_type.push_back(dt);
   }
+  for (ShmFrameRef& f : shm->frames) f.length = p.data_size(static_cast<int>(f.index));
   if (p.body().size() > kMaxBodyBytes) {
     return Status::InvalidArgument("meta body of " + std::to_string(p.body().size()) +
                                    " bytes is over the limit");

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -122,6 +123,12 @@ Status ZmqVan::Start(const VanOptions& options, Handler handler) {
   }
   options_ = options;
   handler_ = std::move(handler);
+  if (options_.shm) {
+    local_hosts_ = LocalAddresses();
+    local_hosts_.insert(options_.host);
+    local_hosts_.insert("localhost");
+  }
+  shm_on_ = options_.shm;
   context_ = zmq_ctx_new();
   if (!context_) return Status::Internal("zmq_ctx_new failed: " + ZmqError());
   zmq_ctx_set(context_, ZMQ_MAX_SOCKETS, 65536);
@@ -218,6 +225,7 @@ void* ZmqVan::NewPeerSocket(const std::string& endpoint, bool with_identity, Sta
 void ZmqVan::CloseLink(Link* link, int linger_ms) {
   link->closing = true;
   std::lock_guard<std::mutex> lock(link->mu);
+  link->shm.reset();
   if (link->socket) {
     zmq_setsockopt(link->socket, ZMQ_LINGER, &linger_ms, sizeof(linger_ms));
     zmq_close(link->socket);
@@ -267,6 +275,10 @@ Status ZmqVan::Connect(int node_id, const std::string& endpoint,
       link.socket = socket;
       link.endpoint = *wanted[c];
       link.with_identity = with_identity;
+      // A new connection, a new ring (offered with its first large frame).
+      link.shm.reset();
+      link.shm_possible = c == static_cast<int>(Channel::kData) && options_.shm &&
+                          socket && OnThisHost(link.endpoint);
     }
     if (old) zmq_close(old);  // with the van's linger: what is queued may still go out
   }
@@ -312,6 +324,16 @@ Status ZmqVan::Send(const Message& msg, SendMode mode, Channel channel) {
   if (!peer) return Status::Unavailable("no connection to " + to);
   Link& link = peer->links[static_cast<int>(channel)];
 
+  // Large frames to a peer on this host go through the link's ring: copied there now,
+  // outside the link's lock, and described in the meta instead of sent. Whatever does
+  // not go out undoes itself (ShmSend's destructor).
+  ShmSend shm;
+  if (channel == Channel::kData && shm_on_.load(std::memory_order_relaxed)) {
+    PlanShm(&link, msg,
+            total + kShmOfferBytes <= static_cast<uint64_t>(options_.max_message_bytes), &shm);
+    if (!shm.empty() && !(s = EncodeMeta(msg, shm.fields(), &meta)).ok()) return s;
+  }
+
   // The link's mutex is only ever held for one attempt: a sender that finds no room
   // lets go of it while it waits, so that others' sends to this peer (the control
   // loop's resends, ACKs, heartbeats) never wait behind a blocked one.
@@ -326,6 +348,18 @@ Status ZmqVan::Send(const Message& msg, SendMode mode, Channel channel) {
     if (!link.socket) {
       zmq_msg_close(&part);
       return Status::Unavailable("connection to " + to + " is closed");
+    }
+    if (!shm.empty() && shm.link() != link.shm.get()) {
+      // The connection was replaced since the plan: its ring may mean nothing to
+      // whoever is at the other end now. The message goes on the socket whole.
+      shm.Cancel();
+      if (!(s = EncodeMeta(msg, &meta)).ok()) {
+        zmq_msg_close(&part);
+        return s;
+      }
+      zmq_msg_close(&part);
+      zmq_msg_init_size(&part, meta.size());
+      std::memcpy(zmq_msg_data(&part), meta.data(), meta.size());
     }
     // Room is checked on the first frame only: once it is queued, ZeroMQ takes the
     // rest of the message.
@@ -354,7 +388,9 @@ Status ZmqVan::Send(const Message& msg, SendMode mode, Channel channel) {
   size_t bytes = meta.size();
   for (size_t i = 0; i < frames; ++i) {
     const SArray<char>& frame = msg.data[i];
-    if (frame.size() >= kZeroCopyThreshold) {
+    if (shm.carries(i)) {
+      zmq_msg_init(&part);  // the bytes are in the ring; the meta describes them
+    } else if (frame.size() >= kZeroCopyThreshold) {
       auto* keep = new SArray<char>(frame);
       zmq_msg_init_data(&part, frame.data(), frame.size(), ReleaseFrame, keep);
     } else {
@@ -365,16 +401,24 @@ Status ZmqVan::Send(const Message& msg, SendMode mode, Channel channel) {
       Status err = Status::Unavailable("send to " + to + " failed: " + ZmqError());
       zmq_msg_close(&part);
       // Part of a multipart message is queued: the socket would glue the next message
-      // onto it. Replace the connection; the partial message is discarded with it.
+      // onto it. Replace the connection; the partial message is discarded with it, and
+      // so is the ring (the peer never gets this message's descriptors).
       int linger = 0;
       zmq_setsockopt(link.socket, ZMQ_LINGER, &linger, sizeof(linger));
       zmq_close(link.socket);
       Status ignored;
       link.socket = NewPeerSocket(link.endpoint, link.with_identity, &ignored);
+      link.shm.reset();
       return err;
     }
     bytes += frame.size();
   }
+  if (!shm.empty()) {
+    shm_sent_frames_.fetch_add(shm.frames(), std::memory_order_relaxed);
+    shm_sent_bytes_.fetch_add(shm.bytes(), std::memory_order_relaxed);
+    shm.Commit();
+  }
+  shm_fallback_frames_.fetch_add(shm.fallbacks(), std::memory_order_relaxed);
   sent_messages_.fetch_add(1, std::memory_order_relaxed);
   sent_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   return Status::OK();
@@ -442,7 +486,9 @@ bool ZmqVan::ReceiveOne(Channel channel) {
   std::vector<size_t> sizes;
   for (size_t i = 2; i < frames.size(); ++i) sizes.push_back(zmq_msg_size(frames[i]));
   Message msg;
-  Status s = DecodeMeta(zmq_msg_data(frames[1]), zmq_msg_size(frames[1]), sizes, &msg.meta);
+  ShmFields shm;
+  Status s =
+      DecodeMeta(zmq_msg_data(frames[1]), zmq_msg_size(frames[1]), sizes, &msg.meta, &shm);
   if (!s.ok()) {
     LogDropped(s.message());
     release_all();
@@ -450,12 +496,41 @@ bool ZmqVan::ReceiveOne(Channel channel) {
   }
   msg.peer_identity.assign(static_cast<const char*>(zmq_msg_data(frames[0])),
                            zmq_msg_size(frames[0]));
+  if (!shm.empty()) {
+    if (channel != Channel::kData) {
+      LogDropped("shared-memory fields on the control channel");
+      release_all();
+      return true;
+    }
+    if (shm.has_offer) AnswerShmOffer(socket, msg.peer_identity, shm.offer);
+    // The frames' real sizes, which the check above could not see.
+    for (const ShmFrameRef& f : shm.frames) {
+      total = f.length > SIZE_MAX - total ? SIZE_MAX : total + f.length;  // a peer's number
+    }
+    const uint64_t slack = kShmOfferBytes + kShmDescriptorBytes * shm.frames.size();
+    if (total > static_cast<uint64_t>(options_.max_message_bytes) + slack) {
+      LogDropped("message of " + std::to_string(total) +
+                 " bytes is over PS_MAX_MESSAGE_BYTES=" +
+                 std::to_string(options_.max_message_bytes));
+      DiscardShmFrames(msg.peer_identity, shm);
+      release_all();
+      return true;
+    }
+  }
+  if (channel == Channel::kData) shm_receiver_.Sweep();
   zmq_msg_close(frames[0]), delete frames[0];
   zmq_msg_close(frames[1]), delete frames[1];
   for (size_t i = 2; i < frames.size(); ++i) {
     msg.data.push_back(AdoptFrame(frames[i], &received_copied_bytes_));
   }
   frames.clear();
+  if (!shm.frames.empty()) {
+    s = AdoptShmFrames(msg.peer_identity, shm, &msg.data, msg.meta);
+    if (!s.ok()) {
+      LogDropped(s.message());
+      return true;
+    }
+  }
   received_messages_.fetch_add(1, std::memory_order_relaxed);
   received_bytes_.fetch_add(total, std::memory_order_relaxed);
   try {
@@ -491,6 +566,7 @@ void ZmqVan::Stop() {
     zmq_close(r.socket);
     r.socket = nullptr;
   }
+  shm_receiver_.Clear();  // the app's views keep their rings until they go
   {
     std::unique_lock<std::shared_mutex> lock(peers_mu_);
     for (auto& kv : peers_) {
@@ -518,6 +594,14 @@ VanStats ZmqVan::stats() const {
   s.received_bytes = received_bytes_.load();
   s.dropped_messages = dropped_messages_.load();
   s.received_copied_bytes = received_copied_bytes_.load();
+  s.shm_sent_frames = shm_sent_frames_.load();
+  s.shm_sent_bytes = shm_sent_bytes_.load();
+  s.shm_received_frames = shm_received_frames_.load();
+  s.shm_received_bytes = shm_received_bytes_.load();
+  s.shm_fallback_frames = shm_fallback_frames_.load();
+  s.shm_copied_bytes = shm_copied_bytes_.load();
+  s.shm_accepted_rings = shm_accepted_rings_.load();
+  s.shm_refused_rings = shm_refused_rings_.load();
   if (gate_) {
     s.refused_handshakes = gate_->refused_handshakes();
     s.failed_handshakes = gate_->failed_handshakes();

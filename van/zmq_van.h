@@ -6,6 +6,8 @@
 // so senders to different peers never wait for each other. Data frames are handed to
 // ZeroMQ without copying: the frame's SArray is kept alive by ZeroMQ's free callback.
 // With a CURVE key (VanOptions::curve_secret_key) a CurveGate secures every socket.
+// With VanOptions::shm, large data frames to peers on this host go through shared
+// memory (shm_link.h sends, shm_receiver.h receives; docs/architecture.md).
 #ifndef HERDPS_VAN_ZMQ_VAN_H_
 #define HERDPS_VAN_ZMQ_VAN_H_
 
@@ -16,10 +18,13 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "curve_gate.h"
 #include "ps/internal/log_limiter.h"
 #include "ps/internal/van.h"
+#include "shm_link.h"
+#include "shm_receiver.h"
 
 namespace ps {
 
@@ -39,8 +44,23 @@ class ZmqVan : public Van {
   Status Send(const Message& msg, SendMode mode, Channel channel) override;
   void Stop() override;
   VanStats stats() const override;
+  uint64_t ReleaseIdleMemory() override;
+  void SetShm(bool on) override { shm_on_ = on && options_.shm; }
 
  private:
+  // Data frames this large go through shared memory when the peer is on this host.
+  // Below it the socket costs about as much as the ring's bookkeeping and message
+  // round trip (measured with apps/bench --workload shm).
+  static constexpr uint64_t kShmMinFrameBytes = 64 << 10;
+  // An offer makes the meta this much larger at most: one is attached only to a
+  // message that stays within PS_MAX_MESSAGE_BYTES with it.
+  static constexpr uint64_t kShmOfferBytes = 128;
+  // Bytes of meta one shared-memory descriptor may add (a receiver allows for them
+  // when it checks the declared size of a message against PS_MAX_MESSAGE_BYTES).
+  static constexpr uint64_t kShmDescriptorBytes = 32;
+  // The addresses of this host's interfaces, as text.
+  static std::unordered_set<std::string> LocalAddresses();
+
   // One channel's connection to a peer.
   struct Link {
     // Set (before taking mu) by Disconnect and Stop: a sender waiting for room gives
@@ -50,6 +70,11 @@ class ZmqVan : public Van {
     void* socket = nullptr;
     std::string endpoint;
     bool with_identity = true;
+    // The data link's shared-memory path: whether the peer is on this host, and the
+    // ring and its negotiation (made with the first large frame). Dropped whenever
+    // `socket` is replaced: a ring belongs to one connection.
+    bool shm_possible = false;
+    std::shared_ptr<ShmLink> shm;
   };
   struct Peer {
     Link links[2];  // by Channel
@@ -82,6 +107,23 @@ class ZmqVan : public Van {
   std::shared_ptr<Peer> FindPeer(int node_id);
   void LogDropped(const std::string& reason);
 
+  // The shared-memory path. Whether `endpoint` is a peer on this host.
+  bool OnThisHost(const std::string& endpoint) const;
+  // Decides what of `msg` goes through the data link's ring (ShmLink::Plan), first
+  // reading the peer's answer to an offer if one is pending.
+  void PlanShm(Link* link, const Message& msg, bool room_for_offer, ShmSend* send);
+  // Reads the peer's answers to offers from a link's socket. Under link->mu.
+  void ReadShmAnswers(Link* link);
+  // On the data receive thread: answers an offer on the connection it came on.
+  void AnswerShmOffer(void* socket, const std::string& identity, const ShmOfferFields& offer);
+  // On the data receive thread: claims the ring blocks `shm` describes and makes them
+  // the message's data frames (views of float and double frames, copies of the rest).
+  // On error nothing stays claimed and the message is to be dropped.
+  // On the data receive thread: frees the ring blocks of a message that is dropped.
+  void DiscardShmFrames(const std::string& identity, const ShmFields& shm);
+  Status AdoptShmFrames(const std::string& identity, const ShmFields& shm,
+                        std::vector<SArray<char>>* data, const Meta& meta);
+
   VanOptions options_;
   Handler handler_;
   void* context_ = nullptr;
@@ -96,6 +138,14 @@ class ZmqVan : public Van {
   LogLimiter drop_log_;
   std::atomic<uint64_t> sent_messages_{0}, sent_bytes_{0}, received_messages_{0},
       received_bytes_{0}, dropped_messages_{0}, received_copied_bytes_{0};
+
+  std::atomic<bool> shm_on_{false};  // SetShm; never on without options_.shm
+  std::unordered_set<std::string> local_hosts_;  // this host's addresses; set by Start
+  ShmReceiver shm_receiver_;  // owned by the data receive thread (Stop clears it after)
+  LogLimiter shm_log_;
+  std::atomic<uint64_t> shm_sent_frames_{0}, shm_sent_bytes_{0}, shm_received_frames_{0},
+      shm_received_bytes_{0}, shm_fallback_frames_{0}, shm_copied_bytes_{0},
+      shm_accepted_rings_{0}, shm_refused_rings_{0};
 };
 
 }  // namespace ps

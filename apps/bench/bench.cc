@@ -6,7 +6,8 @@
 // Worker 0 drives; server 0 answers both HerdPS requests and raw ZeroMQ requests.
 // The server's handle stores pushed values by reference and answers pulls with them,
 // so the figures measure the system (framing, routing, request tracking, copies), not
-// arithmetic; --server_handle=add uses KVServerDefaultHandle instead.
+// arithmetic; --server_handle=fresh answers every pull with a newly allocated copy, and
+// --server_handle=add uses KVServerDefaultHandle instead.
 #include <gflags/gflags.h>
 #include <sys/resource.h>
 
@@ -17,6 +18,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -27,6 +29,7 @@
 #include "optimizer_workload.h"
 #include "ps/ps.h"
 #include "raw_transport.h"
+#include "shm_workload.h"
 #include "store_handle.h"
 
 DEFINE_string(sizes, "64,4096,65536,1048576,16777216", "value sizes in bytes, comma-separated");
@@ -38,23 +41,17 @@ DEFINE_int32(rounds, 7,
 DEFINE_int32(max_requests, 20000, "cap on requests per point and transport");
 DEFINE_bool(csv, false,
             "print op,size,window,herdps_mbps,raw_mbps,ratio,... lines instead of a table");
-DEFINE_string(server_handle, "store", "server handle: store (by reference) or add (default)");
+DEFINE_string(server_handle, "store",
+              "server handle: store (answers pulls by reference), fresh (answers every pull "
+              "with a newly allocated copy) or add (KVServerDefaultHandle)");
 DEFINE_string(workload, "kv",
               "kv: push/pull against raw ZeroMQ; optimizer: server-side optimizer throughput; "
               "chunks: balance and goodput of large tensors chunked vs whole; codecs: gradient "
-              "codecs' throughput and push goodput");
+              "codecs' throughput and push goodput; shm: push/pull through shared memory vs the "
+              "socket vs memcpy");
 
 namespace {
 
-
-std::vector<std::string> Split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
 
 void PrintMemory(const char* who, double rss_start) {
   rusage usage{};
@@ -65,6 +62,17 @@ void PrintMemory(const char* who, double rss_start) {
       "received_mib=%.1f received_copied_mib=%.3f\n",
       who, bench::PeakRssMiB(), rss_start, bench::CurrentRssMiB(), usage.ru_minflt,
       van.received_bytes / 1048576.0, van.received_copied_bytes / 1048576.0);
+}
+
+// RSS once the node has been idle long enough to give kept buffers back
+// (PS_IDLE_TRIM_MS), with the time waited.
+void PrintIdleMemory(const char* who) {
+  const ps::Config& config = ps::Postoffice::Get()->config();
+  if (config.idle_trim_ms <= 0) return;
+  int wait_ms = config.idle_trim_ms * 2 + 200;  // the trim runs on a half-period tick
+  std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+  std::printf("# memory %s: rss_idle_mib=%.1f (after %d ms idle; PS_IDLE_TRIM_MS=%d)\n", who,
+              bench::CurrentRssMiB(), wait_ms, config.idle_trim_ms);
 }
 
 int RunDriver() {
@@ -96,12 +104,12 @@ int RunDriver() {
                 "herdps MB/s", "raw MB/s", "ratio", "p50 us", "p99 us", "raw p50", "raw p99");
   }
   int failures = 0;
-  for (const std::string& op : Split(FLAGS_ops)) {
+  for (const std::string& op : bench::SplitList(FLAGS_ops)) {
     if (op != "push" && op != "pull" && op != "pushpull") {
       std::fprintf(stderr, "bench: unknown op '%s' (push, pull, pushpull)\n", op.c_str());
       return 2;
     }
-    for (const std::string& size_text : Split(FLAGS_sizes)) {
+    for (const std::string& size_text : bench::SplitList(FLAGS_sizes)) {
       uint64_t size = std::stoull(size_text);
       if (size < sizeof(float) || size % sizeof(float)) {
         std::fprintf(stderr, "bench: size %s is not a positive multiple of 4\n",
@@ -113,7 +121,7 @@ int RunDriver() {
       ps::SArray<ps::Key> keys{static_cast<ps::Key>(size)};
       // Pulls need the key to exist; with the add handle the values grow, harmlessly.
       kv.Wait(kv.ZPush(keys, vals));
-      for (const std::string& window_text : Split(FLAGS_windows)) {
+      for (const std::string& window_text : bench::SplitList(FLAGS_windows)) {
         int window = std::max(1, std::stoi(window_text));
         // Pull outputs must live until their request finishes. Requests finish in
         // issue order and at most `window` are in flight, so a ring of `window` arrays
@@ -162,6 +170,7 @@ int RunDriver() {
   raw.Quit();
   std::printf("# in-flight requests tracked at the end: %zu\n", kv.NumInFlight());
   PrintMemory("worker 0", rss_start);
+  PrintIdleMemory("worker 0");
   return 0;
 }
 
@@ -170,13 +179,14 @@ int RunDriver() {
 int main(int argc, char* argv[]) {
   gflags::SetUsageMessage("bench: HerdPS vs raw ZeroMQ goodput (run under tracker/launch)");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
-  if (FLAGS_server_handle != "store" && FLAGS_server_handle != "add") {
-    std::fprintf(stderr, "bench: --server_handle must be store or add\n");
+  if (FLAGS_server_handle != "store" && FLAGS_server_handle != "fresh" &&
+      FLAGS_server_handle != "add") {
+    std::fprintf(stderr, "bench: --server_handle must be store, fresh or add\n");
     return 2;
   }
   if (FLAGS_workload != "kv" && FLAGS_workload != "optimizer" && FLAGS_workload != "chunks" &&
-      FLAGS_workload != "codecs") {
-    std::fprintf(stderr, "bench: --workload must be kv, optimizer, chunks or codecs\n");
+      FLAGS_workload != "codecs" && FLAGS_workload != "shm") {
+    std::fprintf(stderr, "bench: --workload must be kv, optimizer, chunks, codecs or shm\n");
     return 2;
   }
   try {
@@ -188,6 +198,13 @@ int main(int argc, char* argv[]) {
       int rc = ps::IsWorker() ? bench::RunOptimizerWorkload(FLAGS_csv) : 0;
       ps::Finalize(0, true);
       if (servers) bench::ReportOptimizerServerMemory(servers, rss_start);
+      return rc;
+    }
+    if (FLAGS_workload == "shm") {
+      std::shared_ptr<void> server;
+      if (ps::IsServer()) server = bench::StartShmServer();
+      int rc = ps::IsWorker() ? bench::RunShmWorkload(FLAGS_csv) : 0;
+      ps::Finalize(0, true);
       return rc;
     }
     if (FLAGS_workload == "chunks" || FLAGS_workload == "codecs") {
@@ -210,7 +227,8 @@ int main(int argc, char* argv[]) {
         std::fprintf(stderr, "bench: cannot bind the raw socket\n");
         return 1;
       }
-      if (FLAGS_server_handle == "store") {
+      if (FLAGS_server_handle != "add") {
+        handle.fresh_pulls = FLAGS_server_handle == "fresh";
         server->set_request_handle(handle);
       } else {
         ps::KVServerDefaultHandle<float> add;

@@ -28,15 +28,6 @@ namespace {
 
 constexpr int kCodecApp = 4;
 
-std::vector<std::string> List(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
 // MB/s of `bytes` processed per call of fn, over about `seconds`.
 template <typename Fn>
 double Throughput(size_t bytes, double seconds, Fn fn) {
@@ -71,7 +62,7 @@ int RunCodecWorkload(bool csv) {
     return 0;
   }
   std::vector<ps::CodecSpec> specs;
-  for (const std::string& text : List(FLAGS_codecs)) {
+  for (const std::string& text : SplitList(FLAGS_codecs)) {
     ps::CodecSpec spec;
     ps::Status s = ps::CodecSpec::Parse(text, &spec);
     if (!s.ok()) {
@@ -93,7 +84,7 @@ int RunCodecWorkload(bool csv) {
     std::printf("%-22s %10s %13s %11s %11s %11s %8s %8s\n", "codec", "size", "encoded bytes",
                 "encode MB/s", "decode MB/s", "memcpy MB/s", "enc/cpy", "dec/cpy");
   }
-  for (const std::string& size_text : List(FLAGS_codec_sizes)) {
+  for (const std::string& size_text : SplitList(FLAGS_codec_sizes)) {
     const size_t bytes = std::stoull(size_text) / 4 * 4;
     const size_t n = bytes / 4;
     std::vector<float> g(n), out(n);
@@ -145,7 +136,7 @@ int RunCodecWorkload(bool csv) {
   Budget budget{FLAGS_rounds, FLAGS_seconds, FLAGS_max_requests};
   ps::KVWorker<float> plain(kCodecApp, 0);
   int customer = 1;
-  for (const std::string& size_text : List(FLAGS_codec_sizes)) {
+  for (const std::string& size_text : SplitList(FLAGS_codec_sizes)) {
     const size_t bytes = std::stoull(size_text) / 4 * 4;
     // Pushes cycle through a few independent gradients, so that error feedback sees a
     // stream of fresh ones, as in training.

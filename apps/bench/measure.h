@@ -7,10 +7,22 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <sstream>
+#include <string>
 #include <utility>
 #include <vector>
 
 namespace bench {
+
+// The items of a comma-separated flag value, empty items skipped.
+inline std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
 
 using Clock = std::chrono::steady_clock;
 

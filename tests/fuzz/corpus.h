@@ -40,6 +40,8 @@ void MessageSeeds();
 // The seeds of checkpoint, order_plugin, clock_coordinator and inbound_sequencer
 // (corpus_state.cc).
 void StateSeeds();
+// The seeds of shm_frames (corpus_shm.cc).
+void ShmSeeds();
 
 }  // namespace fuzz
 }  // namespace ps

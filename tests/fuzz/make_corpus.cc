@@ -8,7 +8,7 @@
 //
 // This file: the shared pieces (corpus.h) and the codec frames' seeds; the messages' in
 // corpus_messages.cc, the checkpoints' and the protocol state machines' in
-// corpus_state.cc.
+// corpus_state.cc, the shared-memory frames' in corpus_shm.cc.
 #include <sys/stat.h>
 
 #include <cstdint>
@@ -171,6 +171,7 @@ int main(int argc, char** argv) {
   CodecFrameSeeds();
   CodecEncoderSeeds();
   ps::fuzz::StateSeeds();
+  ps::fuzz::ShmSeeds();
   std::printf("fuzz_make_corpus: wrote %d seed files under %s\n", ps::fuzz::g_files,
               ps::fuzz::g_root.c_str());
   return 0;

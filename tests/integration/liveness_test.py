@@ -490,16 +490,17 @@ BEHAVIOURS = {fn.__name__: fn for fn in (
 )}
 
 
-def main():
-    if len(sys.argv) != 4 or sys.argv[1] not in BEHAVIOURS:
-        print(__doc__, file=sys.stderr)
-        print("behaviours: " + ", ".join(BEHAVIOURS), file=sys.stderr)
+def run_behaviour(behaviours, usage):
+    """main() of a test script: argv is BEHAVIOUR LAUNCHER APP; runs that behaviour."""
+    if len(sys.argv) != 4 or sys.argv[1] not in behaviours:
+        print(usage, file=sys.stderr)
+        print("behaviours: " + ", ".join(behaviours), file=sys.stderr)
         return 2
     behaviour, launcher, app = sys.argv[1], sys.argv[2], os.path.realpath(sys.argv[3])
     failures = Failures()
     began = time.monotonic()
     try:
-        BEHAVIOURS[behaviour](launcher, app, failures)
+        behaviours[behaviour](launcher, app, failures)
     except AssertionError as e:
         failures.append(str(e))
     print(f"{behaviour}: {time.monotonic() - began:.1f} s")
@@ -509,4 +510,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_behaviour(BEHAVIOURS, __doc__))

@@ -558,5 +558,37 @@ TEST(Config, AnEmptyJobTokenLeavesTheJobOpen) {
   EXPECT_EQ(c.job_token, "");
 }
 
+TEST(Config, MemoryKnobsDefaultAndAreRead) {
+  Config c;
+  ASSERT_TRUE(Load(RequiredEnv(), &c).ok());
+  EXPECT_TRUE(c.tune_malloc);
+  EXPECT_EQ(c.idle_trim_ms, 1000);
+  Env env = RequiredEnv();
+  env["PS_TUNE_MALLOC"] = "0";
+  env["PS_IDLE_TRIM_MS"] = "250";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_FALSE(c.tune_malloc);
+  EXPECT_EQ(c.idle_trim_ms, 250);
+  env["PS_IDLE_TRIM_MS"] = "0";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_EQ(c.idle_trim_ms, 0);
+}
+
+TEST(Config, BadIdleTrimTimesAreRefusedNamingTheVariable) {
+  struct Bad {
+    const char* name;
+    const char* value;
+  };
+  for (Bad b : {Bad{"PS_IDLE_TRIM_MS", "-1"}, Bad{"PS_IDLE_TRIM_MS", "1s"},
+                Bad{"PS_IDLE_TRIM_MS", "86400001"}}) {
+    Env env = RequiredEnv();
+    env[b.name] = b.value;
+    Config c;
+    Status s = Load(env, &c);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << b.name << "=" << b.value;
+    EXPECT_TRUE(Contains(s, b.name)) << s.ToString();
+  }
+}
+
 }  // namespace
 }  // namespace ps

@@ -203,6 +203,43 @@ TEST(Customer, FinishRequestWakesAWaiterOnAnotherThread) {
   EXPECT_TRUE(waited.get().ok());
 }
 
+// FinishRequest notifies only when a waiter sleeps. Answers that come before the wait,
+// while the waiter is about to sleep, or long after it fell asleep must all end the
+// wait, and none may be lost: a ping-pong with varying delays covers each case.
+TEST(Customer, EveryFinishEndsItsWaitWhetherTheWaiterSleepsYetOrNot) {
+  auto c = Unopened();
+  constexpr int kRounds = 3000;
+  std::atomic<int> issued{-1};
+  std::atomic<bool> stop{false};
+  std::thread answerer([&] {
+    for (int i = 0; i < kRounds && !stop; ++i) {
+      while (issued.load() != i && !stop) std::this_thread::yield();
+      if (i % 3 == 1) std::this_thread::sleep_for(std::chrono::microseconds(20));
+      if (i % 3 == 2) std::this_thread::sleep_for(std::chrono::microseconds(300));
+      c->FinishRequest(i, i % 7 == 0 ? Status::NotFound("n") : Status::OK());
+    }
+  });
+  int done = 0;
+  for (int i = 0; i < kRounds; ++i) {
+    int ts = c->NewRequest();
+    ASSERT_EQ(ts, i);
+    issued.store(ts);
+    // A lost wake-up shows as a wait that ends only at its deadline (finished by then).
+    auto began = std::chrono::steady_clock::now();
+    Status s = c->WaitRequest(ts, kPatience);
+    if (std::chrono::steady_clock::now() - began >= kPatience) {
+      ADD_FAILURE() << "round " << i << " was not woken by its finish";
+      break;
+    }
+    EXPECT_EQ(s.ok(), i % 7 != 0) << i;
+    ++done;
+  }
+  stop = true;
+  answerer.join();
+  EXPECT_EQ(done, kRounds);
+  EXPECT_EQ(c->NumInFlight(), 0u);
+}
+
 TEST(Customer, FinishingOneRequestWakesOnlyItsOwnWaiter) {
   auto c = Unopened();
   int first = c->NewRequest();

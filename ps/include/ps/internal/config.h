@@ -65,9 +65,22 @@ struct Config {
   // owner only). PS_SECURE=1 without a key, or a key without PS_SECURE, is an error.
   bool secure = false;                  // PS_SECURE
   std::string curve_secret_key;         // empty unless secure
-  // PS_TUNE_MALLOC: 1 (default) makes glibc keep large freed buffers for reuse (see
-  // Postoffice::Start); 0 leaves malloc as the process configured it.
+  // PS_TUNE_MALLOC: 1 (default) makes glibc keep large freed buffers for reuse while
+  // messages flow (see Postoffice::Start); 0 leaves malloc as the process configured it.
   bool tune_malloc = true;
+  // PS_SHM: 1 (default) lets large data frames to nodes on this host travel through
+  // shared memory (docs/architecture.md, "Shared memory"); 0 keeps everything on the
+  // sockets. PS_SHM_BYTES: the size of each shared-memory ring (one per pair of
+  // processes and direction that exchange large frames).
+  bool shm = true;
+  static constexpr uint64_t kDefaultShmBytes = uint64_t{64} << 20;
+  uint64_t shm_bytes = kDefaultShmBytes;
+  // PS_IDLE_TRIM_MS: a node whose van has been idle (under 1 MiB of messages between
+  // checks, every half period and at least 50 ms apart) for this long hands free
+  // memory back to the system, once per idle spell:
+  // what malloc keeps (malloc_trim) and the free pages of its shared-memory rings.
+  // 0: never.
+  int idle_trim_ms = 1000;
   // PS_CONSISTENCY: bsp | ssp:S | asp (default asp). Only the scheduler's counts: it
   // hands its model to every node that joins (a node whose own setting differs says
   // so in its log).

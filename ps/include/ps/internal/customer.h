@@ -143,6 +143,7 @@ class Customer {
 
   std::mutex mu_;  // guards everything below
   std::condition_variable finished_cv_;
+  int sleepers_ = 0;  // threads blocked on finished_cv_: only they need a notify
   AbortHandle abort_handle_;
   uint64_t next_id_ = 1;
   std::map<uint64_t, InFlight> in_flight_;  // by id: id order is deadline order

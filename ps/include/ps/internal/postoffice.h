@@ -199,6 +199,8 @@ class Postoffice {
   void ResendDue();
   void ExpireEarlyMessages();
   void ExpireRequests();
+  // PS_IDLE_TRIM_MS: gives malloc's kept memory back once the van has been idle.
+  void TrimMemoryIfIdle();
   // The node cannot go on (scheduler gone, or declared dead): ends every request with
   // `why`, wakes barrier waiters, and exits the process non-zero shortly after.
   void GiveUp(const std::string& why);
@@ -261,6 +263,13 @@ class Postoffice {
   // Liveness, as seen from this node.
   std::atomic<int64_t> scheduler_heard_ns_{0};  // steady clock, any message from it
   std::atomic<bool> finalizing_{false};
+
+  // Idle trimming (TrimMemoryIfIdle), on the control loop only.
+  struct IdleTrim {
+    uint64_t bytes_seen = 0;  // van bytes sent + received at the last tick
+    std::chrono::steady_clock::time_point busy_at;  // last tick that saw traffic
+    bool trimmed = true;  // nothing to give back before the first traffic
+  } idle_trim_;
 
   Inbound inbound_[2];  // by Channel
   // Reliable delivery (PS_RESEND), per channel (each numbers its own links); null

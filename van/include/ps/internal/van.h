@@ -42,6 +42,13 @@ struct VanOptions {
   // connection is encrypted, and only peers holding the same key are admitted (both
   // ways). Empty: plain connections. docs/security.md.
   std::string curve_secret_key;
+  // Shared memory between processes on one host (PS_SHM): data frames of 64 KiB or more
+  // to a peer on this host (an ipc endpoint, a loopback address or one of this host's
+  // own) travel through a ring of shared memory the sender offers the receiver, instead
+  // of through the socket; everything else is as before. Off: this van neither offers
+  // rings nor accepts them. docs/architecture.md, "Shared memory".
+  bool shm = true;
+  uint64_t shm_bytes = uint64_t{64} << 20;  // PS_SHM_BYTES: the size of each ring
 };
 
 // How Send behaves when the peer's queue is full.
@@ -65,6 +72,21 @@ struct VanStats {
   // without the job's key), and connections of this node that a peer refused.
   uint64_t refused_handshakes = 0;
   uint64_t failed_handshakes = 0;
+  // The shared-memory path (VanOptions::shm). Sent and received frames and their bytes
+  // that travelled through a ring (also counted in sent_bytes / received_bytes); large
+  // frames that went on the socket although the peer had accepted a ring (it was full,
+  // or the frame larger than the ring); received ring frames copied out rather than
+  // handed over as views (every frame that is not float or double, and frames past
+  // the views' share of a ring); rings peers accepted from this node, and offers they
+  // refused.
+  uint64_t shm_sent_frames = 0;
+  uint64_t shm_sent_bytes = 0;
+  uint64_t shm_received_frames = 0;
+  uint64_t shm_received_bytes = 0;
+  uint64_t shm_fallback_frames = 0;
+  uint64_t shm_copied_bytes = 0;
+  uint64_t shm_accepted_rings = 0;
+  uint64_t shm_refused_rings = 0;
 };
 
 class Van {
@@ -117,6 +139,16 @@ class Van {
   virtual void Stop() = 0;
 
   virtual VanStats stats() const = 0;
+
+  // For an idle node: gives back memory the transport keeps for speed (the free part
+  // of each shared-memory ring). Returns the bytes released. Thread-safe.
+  virtual uint64_t ReleaseIdleMemory() { return 0; }
+
+  // Turns the sending half of the shared-memory path on or off from now on (a van
+  // started without VanOptions::shm stays off): while off, every frame this van sends
+  // goes on the socket; rings already accepted stay, unused. For benchmarks that
+  // compare both paths in one run. Thread-safe.
+  virtual void SetShm(bool on) = 0;
 
   // The van for options.transport ("tcp" and "ipc" are both served by ZeroMQ).
   static std::unique_ptr<Van> Create(const std::string& type = "zmq");

@@ -1,0 +1,35 @@
+# The van's shared-memory path in real jobs (docs/architecture.md, "Shared memory"):
+# push/pull of 128 KiB to 3 MiB values is exact with PS_SHM=1 and the nodes' vans show
+# frames through shared memory; with PS_SHM=0 none; over ipc; with resend and injected
+# drops (resends get new ring blocks, duplicates are dropped); an idle node gives its
+# rings' free pages and malloc's kept memory back (PS_IDLE_TRIM_MS). shm_test.py: a worker
+# SIGKILLed while its ring is in use leaves nothing mapped in the survivors and no
+# shared-memory segment behind.
+herdps_node_test_app(shm_app shm_app.cc)
+
+foreach(variant IN ITEMS
+    "exact_and_through_shared_memory;-n;2;-s;1;--env;PS_SHM=1;--;--expect_shm=1"
+    "exact_and_on_the_sockets_with_shm_off;-n;2;-s;1;--env;PS_SHM=0;--;--expect_shm=0"
+    "exact_and_through_shared_memory_over_ipc;-n;2;-s;1;--transport;ipc;--;--expect_shm=1"
+    "exact_with_a_small_ring_that_fills;-n;2;-s;1;--env;PS_SHM_BYTES=4194304;--;--expect_shm=1"
+    "exact_with_resend_at_drop_rate_0.05;-n;2;-s;2;--env;PS_RESEND=1;--env;PS_DROP_RATE=0.05;--env;PS_RESEND_TIMEOUT=100;--;--expect_shm=1"
+    "then_idle_memory_goes_back;-n;1;-s;1;--env;PS_IDLE_TRIM_MS=250;--;--mode=idle;--expect_shm=1;--expect_release=1"
+    "then_idle_memory_stays_with_idle_trim_off;-n;1;-s;1;--env;PS_IDLE_TRIM_MS=0;--;--mode=idle;--expect_shm=1;--expect_release=0")
+  list(POP_FRONT variant name)
+  list(FIND variant "--" split)
+  list(SUBLIST variant 0 ${split} launch_args)
+  math(EXPR after "${split} + 1")
+  list(SUBLIST variant ${after} -1 app_args)
+  add_test(NAME integration.shm_push_pull_${name}
+    COMMAND ${Python3_EXECUTABLE} ${LAUNCH} ${launch_args} --timeout 120
+            -- $<TARGET_FILE:shm_app> ${app_args})
+  set_tests_properties(integration.shm_push_pull_${name} PROPERTIES TIMEOUT 150)
+endforeach()
+
+foreach(behaviour IN ITEMS killed_worker_leaves_no_ring_mapped_and_no_segment
+                           killed_server_ends_the_job_and_leaves_no_segment)
+  add_test(NAME integration.shm_${behaviour}
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/shm_test.py ${behaviour}
+            ${LAUNCH} $<TARGET_FILE:shm_app>)
+  set_tests_properties(integration.shm_${behaviour} PROPERTIES TIMEOUT 120)
+endforeach()

@@ -1,0 +1,153 @@
+#include "shm_link.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+namespace ps {
+
+void ShmSend::Commit() {
+  if (!link_) return;
+  if (fields_.has_offer) link_->OfferSent();
+  // The blocks are the receiver's now: nothing to undo.
+  blocks_.clear();
+  link_.reset();
+  ring_.reset();
+}
+
+void ShmSend::Cancel() {
+  if (!link_) return;
+  if (fields_.has_offer) link_->OfferLost();
+  for (const ShmRing::Block& b : blocks_) ring_->Cancel(b);
+  blocks_.clear();
+  in_ring_.clear();
+  fields_ = ShmFields();
+  bytes_ = 0;
+  link_.reset();
+  ring_.reset();
+}
+
+ShmLink::ShmLink(uint64_t ring_bytes, uint64_t min_frame_bytes)
+    : ring_bytes_(ring_bytes), min_frame_bytes_(min_frame_bytes) {}
+
+ShmLink::Phase ShmLink::phase() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return phase_;
+}
+
+void ShmLink::Plan(const Message& msg, bool room_for_offer, ShmSend* send, std::string* error) {
+  bool large = false;
+  for (const auto& frame : msg.data) large = large || frame.size() >= min_frame_bytes_;
+  if (!large) return;
+  std::shared_ptr<ShmRing> ring;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (phase_ == Phase::kUnoffered && room_for_offer) {
+      if (!ring_) {
+        std::unique_ptr<ShmRing> made;
+        Status s = ShmRing::Create(ring_bytes_, &made);
+        if (!s.ok()) {
+          phase_ = Phase::kRefused;
+          *error = "cannot make a shared-memory ring: " + s.message();
+          return;
+        }
+        ring_ = std::move(made);
+      }
+      send->link_ = shared_from_this();
+      send->fields_.has_offer = true;
+      send->fields_.offer.ring = ring_->id();
+      send->fields_.offer.pid = static_cast<int>(getpid());
+      send->fields_.offer.fd = ring_->fd();
+      send->fields_.offer.bytes = ring_->bytes();
+      send->fields_.offer.token = ring_->token();
+      phase_ = Phase::kOffering;
+      return;
+    }
+    if (phase_ != Phase::kAccepted) return;
+    ring = ring_;
+  }
+  send->link_ = shared_from_this();
+  send->ring_ = ring;
+  send->fields_.ring = ring->id();
+  send->in_ring_.assign(msg.data.size(), false);
+  for (size_t i = 0; i < msg.data.size(); ++i) {
+    const SArray<char>& frame = msg.data[i];
+    if (frame.size() < min_frame_bytes_) continue;
+    ShmRing::Block block;
+    if (!ring->Allocate(frame.size(), &block) && !AwaitRoom(ring.get(), frame.size(), &block)) {
+      ++send->fallbacks_;
+      continue;
+    }
+    // The one copy of this direction; the receiver reads it where it is.
+    std::memcpy(block.payload, frame.data(), frame.size());
+    ring->Publish(block);
+    send->blocks_.push_back(block);
+    send->in_ring_[i] = true;
+    send->bytes_ += frame.size();
+    send->fields_.frames.push_back({static_cast<uint32_t>(i), block.offset, block.serial});
+  }
+  if (send->blocks_.empty()) {
+    send->link_.reset();
+    send->ring_.reset();
+    send->in_ring_.clear();
+    send->fields_ = ShmFields();
+  }
+}
+
+bool ShmLink::AwaitRoom(ShmRing* ring, uint64_t length, ShmRing::Block* block) {
+  // Only space on its way back is worth waiting for (blocks in flight, which the peer
+  // frees as it reads its messages; not blocks its app holds), and only about as long
+  // as the socket would take for the frame, so a full ring never costs much more than
+  // the socket and never blocks for long.
+  if (length > ring->max_payload()) return false;
+  const auto budget = std::chrono::microseconds(
+      std::min<uint64_t>(length / kSocketBytesPerMicrosecond, kMaxWaitForRoomMicros));
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  while (std::chrono::steady_clock::now() < deadline && ring->HasInFlight()) {
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    if (ring->Allocate(length, block)) return true;
+  }
+  return false;
+}
+
+uint64_t ShmLink::ReleaseFreePages() {
+  std::shared_ptr<ShmRing> ring;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ring = ring_;
+  }
+  return ring ? ring->ReleaseFreePages() : 0;
+}
+
+bool ShmLink::OnAnswer(const ShmAnswerFields& answer, std::string* reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if ((phase_ != Phase::kOffered && phase_ != Phase::kOffering) || !ring_ ||
+      answer.ring != ring_->id() || answer.token != ring_->token()) {
+    return false;
+  }
+  if (answer.accepted) {
+    phase_ = Phase::kAccepted;
+    // The peer has mapped it; the mappings alone keep the memory from now on.
+    ring_->CloseFd();
+  } else {
+    phase_ = Phase::kRefused;
+    ring_.reset();
+    *reason = answer.reason.empty() ? std::string("no reason given") : answer.reason;
+  }
+  return true;
+}
+
+void ShmLink::OfferSent() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (phase_ == Phase::kOffering) phase_ = Phase::kOffered;
+}
+
+void ShmLink::OfferLost() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (phase_ == Phase::kOffering) phase_ = Phase::kUnoffered;
+}
+
+}  // namespace ps

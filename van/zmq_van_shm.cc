@@ -1,0 +1,205 @@
+// ZmqVan's shared-memory path (docs/architecture.md, "Shared memory"): which peers are
+// on this host, the sender's plan and the offer's answer, and the receiver's checks of
+// the descriptors a message carries.
+#include <arpa/inet.h>
+#include <glog/logging.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <zmq.h>
+
+#include <cstdint>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "meta_codec.h"
+#include "zmq_van.h"
+
+namespace ps {
+
+// The addresses of this host's interfaces, as text.
+std::unordered_set<std::string> ZmqVan::LocalAddresses() {
+  std::unordered_set<std::string> found;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return found;
+  for (ifaddrs* it = list; it; it = it->ifa_next) {
+    if (!it->ifa_addr) continue;
+    char buf[INET6_ADDRSTRLEN];
+    if (it->ifa_addr->sa_family == AF_INET) {
+      auto* sin = reinterpret_cast<sockaddr_in*>(it->ifa_addr);
+      if (inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof(buf))) found.insert(buf);
+    } else if (it->ifa_addr->sa_family == AF_INET6) {
+      auto* sin6 = reinterpret_cast<sockaddr_in6*>(it->ifa_addr);
+      if (inet_ntop(AF_INET6, &sin6->sin6_addr, buf, sizeof(buf))) found.insert(buf);
+    }
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+bool ZmqVan::OnThisHost(const std::string& endpoint) const {
+  if (endpoint.rfind("ipc://", 0) == 0) return true;
+  if (endpoint.rfind("tcp://", 0) != 0) return false;
+  std::string host = endpoint.substr(6, endpoint.rfind(':') - 6);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return host.rfind("127.", 0) == 0 || host == "::1" || local_hosts_.count(host) > 0;
+}
+
+void ZmqVan::ReadShmAnswers(Link* link) {
+  // The peer's answers are the only messages that ever come back on a DEALER.
+  for (;;) {
+    zmq_msg_t answer;
+    zmq_msg_init(&answer);
+    if (zmq_msg_recv(&answer, link->socket, ZMQ_DONTWAIT) < 0) {
+      zmq_msg_close(&answer);
+      return;
+    }
+    bool more = zmq_msg_more(&answer);
+    ShmAnswerFields fields;
+    Status s = DecodeShmAnswer(zmq_msg_data(&answer), zmq_msg_size(&answer), &fields);
+    zmq_msg_close(&answer);
+    while (more) {  // not an answer of ours: discard the rest of it
+      zmq_msg_t rest;
+      zmq_msg_init(&rest);
+      if (zmq_msg_recv(&rest, link->socket, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&rest);
+        break;
+      }
+      more = zmq_msg_more(&rest);
+      zmq_msg_close(&rest);
+      s = Status::InvalidArgument("a multipart answer");
+    }
+    std::string reason;
+    if (!s.ok() || !link->shm || !link->shm->OnAnswer(fields, &reason)) continue;
+    if (fields.accepted) {
+      shm_accepted_rings_.fetch_add(1, std::memory_order_relaxed);
+      VLOG(1) << "shared memory to " << link->endpoint << " accepted";
+    } else {
+      shm_refused_rings_.fetch_add(1, std::memory_order_relaxed);
+      if (shm_log_.ShouldLog()) {
+        LOG(WARNING) << "the peer at " << link->endpoint
+                     << " refused shared memory; large frames to it go on the socket ("
+                     << reason << ")";
+      }
+    }
+  }
+}
+
+void ZmqVan::PlanShm(Link* link, const Message& msg, bool room_for_offer, ShmSend* send) {
+  bool large = false;
+  for (const auto& frame : msg.data) large = large || frame.size() >= kShmMinFrameBytes;
+  if (!large) return;
+  std::shared_ptr<ShmLink> shm;
+  {
+    std::lock_guard<std::mutex> lock(link->mu);
+    if (!link->shm_possible || !link->socket) return;
+    if (!link->shm) link->shm = std::make_shared<ShmLink>(options_.shm_bytes, kShmMinFrameBytes);
+    shm = link->shm;
+    if (shm->phase() == ShmLink::Phase::kOffered) ReadShmAnswers(link);
+  }
+  std::string error;
+  shm->Plan(msg, room_for_offer, send, &error);
+  if (!error.empty() && shm_log_.ShouldLog()) {
+    LOG(WARNING) << error << "; large frames to " << link->endpoint << " go on the socket";
+  }
+}
+
+void ZmqVan::AnswerShmOffer(void* socket, const std::string& identity,
+                            const ShmOfferFields& offer) {
+  ShmAnswerFields answer;
+  if (options_.shm) {
+    answer = shm_receiver_.HandleOffer(identity, offer);
+  } else {
+    answer.ring = offer.ring;
+    answer.token = offer.token;
+    answer.reason = "PS_SHM=0 on the receiver";
+  }
+  if (!answer.accepted && shm_log_.ShouldLog()) {
+    LOG(WARNING) << "refused a peer's shared-memory ring: " << answer.reason;
+  }
+  // Back on the connection the offer came on: the ROUTER routes by its identity. A
+  // full queue or a gone peer loses the answer, and the sender stays on the socket.
+  std::string bytes = EncodeShmAnswer(answer);
+  if (zmq_send(socket, identity.data(), identity.size(), ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0) {
+    zmq_send(socket, bytes.data(), bytes.size(), ZMQ_DONTWAIT);
+  }
+}
+
+void ZmqVan::DiscardShmFrames(const std::string& identity, const ShmFields& shm) {
+  std::shared_ptr<ShmMapping> mapping = shm_receiver_.Find(identity, shm.ring);
+  if (!mapping) return;
+  for (const ShmFrameRef& ref : shm.frames) {
+    char* payload = nullptr;
+    if (mapping->Claim(ref, ref.length, &payload).ok()) mapping->Release(ref.offset, ref.length);
+  }
+}
+
+Status ZmqVan::AdoptShmFrames(const std::string& identity, const ShmFields& shm,
+                              std::vector<SArray<char>>* data, const Meta& meta) {
+  std::shared_ptr<ShmMapping> mapping = shm_receiver_.Find(identity, shm.ring);
+  if (!mapping) {
+    return Status::InvalidArgument("shared-memory frames in a ring this connection never offered");
+  }
+  std::vector<std::pair<const ShmFrameRef*, char*>> claimed;
+  Status failed;
+  // Every descriptor is tried, so that a message dropped for one bad descriptor still
+  // frees the blocks of its good ones.
+  for (const ShmFrameRef& ref : shm.frames) {
+    char* payload = nullptr;
+    Status s = mapping->Claim(ref, ref.length, &payload);
+    if (s.ok()) {
+      claimed.emplace_back(&ref, payload);
+    } else if (failed.ok()) {
+      failed = s;
+    }
+  }
+  if (!failed.ok()) {
+    for (const auto& c : claimed) mapping->Release(c.first->offset, c.first->length);
+    return failed;
+  }
+  uint64_t bytes = 0;
+  for (const auto& [ref, payload] : claimed) {
+    const DataType type = meta.data_type[ref->index];
+    const uint64_t offset = ref->offset, length = ref->length;
+    bytes += length;
+    // The peer can write into the block after every check, so only values (never used
+    // as a size or an index) are handed over in place; keys, lens and codec frames are
+    // copied out before anyone parses them. Views are also capped at half the ring, so
+    // that what an app keeps (a server storing pushes by reference) never fills the
+    // sender's ring: past that, frames are copied out and their blocks freed at once.
+    if ((type == DataType::kFloat || type == DataType::kDouble) &&
+        mapping->held_bytes() <= mapping->bytes() / 2) {
+      (*data)[ref->index] = SArray<char>(
+          payload, length, [mapping, offset, length](char*) { mapping->Release(offset, length); });
+    } else {
+      SArray<char> copy;
+      copy.CopyFrom(payload, length);
+      mapping->Release(offset, length);
+      (*data)[ref->index] = copy;
+      shm_copied_bytes_.fetch_add(length, std::memory_order_relaxed);
+    }
+  }
+  shm_received_frames_.fetch_add(claimed.size(), std::memory_order_relaxed);
+  shm_received_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+uint64_t ZmqVan::ReleaseIdleMemory() {
+  std::vector<std::shared_ptr<ShmLink>> rings;
+  {
+    std::shared_lock<std::shared_mutex> lock(peers_mu_);
+    for (auto& kv : peers_) {
+      Link& link = kv.second->links[static_cast<int>(Channel::kData)];
+      std::lock_guard<std::mutex> link_lock(link.mu);
+      if (link.shm) rings.push_back(link.shm);
+    }
+  }
+  uint64_t released = 0;
+  for (const auto& ring : rings) released += ring->ReleaseFreePages();
+  return released;
+}
+
+}  // namespace ps
