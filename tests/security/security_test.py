@@ -34,9 +34,11 @@ Scenarios:
 Exit 0 when every check passed; otherwise 1, naming each failed check.
 """
 import argparse
+import atexit
 import os
 import re
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -173,6 +175,13 @@ def stats(text, who):
     return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(1))} if m else None
 
 
+def new_workdir():
+    """A scratch directory for one scenario, removed when this test process exits."""
+    path = tempfile.mkdtemp(prefix="herdps-security-")
+    atexit.register(shutil.rmtree, path, True)
+    return path
+
+
 def write_go(workdir, number):
     tmp = os.path.join(workdir, "go.tmp")
     with open(tmp, "w") as f:
@@ -181,7 +190,7 @@ def write_go(workdir, number):
 
 
 def scenario_launch(args):
-    workdir = tempfile.mkdtemp(prefix="herdps-security-")
+    workdir = new_workdir()
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PS_SECURE", "PS_CURVE_"))}
     job = Proc("launch", [sys.executable, args.launch, "-n", "2", "-s", "1", "--secure",
@@ -229,7 +238,7 @@ def scenario_launch(args):
 
 
 def scenario_strangers(args):
-    workdir = tempfile.mkdtemp(prefix="herdps-security-")
+    workdir = new_workdir()
     key, other = new_key(), new_key()
     key_file = os.path.join(workdir, "job.key")
     fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -333,7 +342,7 @@ def scenario_no_key(args):
     base.update({"PS_ROLE": "worker", "PS_NUM_WORKER": "1", "PS_NUM_SERVER": "1",
                  "PS_SCHEDULER_URI": "127.0.0.1", "PS_SCHEDULER_PORT": str(port),
                  "GLOG_logtostderr": "1"})
-    workdir = tempfile.mkdtemp(prefix="herdps-security-")
+    workdir = new_workdir()
     loose = os.path.join(workdir, "loose.key")
     with open(loose, "w") as f:
         f.write(new_key() + "\n")
