@@ -37,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "app_expect.h"
 #include "ps/ps.h"
 
 DEFINE_string(mode, "workload", "slow_handle | workload | rounds");
@@ -68,16 +69,6 @@ double WallNow() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-void Say(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-void Say(const char* fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  std::vfprintf(stdout, fmt, args);
-  va_end(args);
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
 }
 
 const char* RoleName() {

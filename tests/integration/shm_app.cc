@@ -52,16 +52,6 @@ namespace {
 
 int failures = 0;
 
-void Say(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-void Say(const char* fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  std::vfprintf(stdout, fmt, args);
-  va_end(args);
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
-}
-
 std::string me = "node";  // "<role> <rank>", once joined
 
 std::string Me() { return me; }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ps/internal/van.h"
+#include "recording_van.h"
 
 namespace ps {
 namespace {
@@ -25,47 +26,16 @@ std::string NewSecretKey() {
   return secret_key;
 }
 
-// A started van and what its handler received.
-class TestVan {
+// A started van under CURVE with `key` (empty: plain), and what its handler received.
+class TestVan : public RecordingVan {
  public:
   TestVan(const std::string& key, const std::string& transport = "tcp",
-          int64_t max_message_bytes = int64_t{1} << 30) {
-    van_ = Van::Create("zmq");
-    VanOptions options;
-    options.transport = transport;
-    options.identity = "h" + std::to_string(reinterpret_cast<uintptr_t>(this));
-    options.curve_secret_key = key;
-    options.max_message_bytes = max_message_bytes;
-    status_ = van_->Start(options, [this](Message&& msg, Channel channel) {
-      std::lock_guard<std::mutex> lock(mu_);
-      received_.push_back({std::move(msg), channel});
-      cv_.notify_all();
-    });
-  }
-  ~TestVan() { van_->Stop(); }
-
-  Van* operator->() { return van_.get(); }
-  const Status& status() const { return status_; }
-
-  // Connects to `peer` as node `id`.
-  void Reach(int id, TestVan& peer) {
-    ASSERT_TRUE(van_->Connect(id, peer->endpoint(), peer->control_endpoint()).ok());
-  }
-
-  // Waits up to `seconds` for `count` messages; returns what arrived.
-  std::vector<std::pair<Message, Channel>> WaitFor(size_t count, double seconds) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::duration<double>(seconds),
-                 [&] { return received_.size() >= count; });
-    return received_;
-  }
-
- private:
-  std::unique_ptr<Van> van_;
-  Status status_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::pair<Message, Channel>> received_;
+          int64_t max_message_bytes = int64_t{1} << 30)
+      : RecordingVan([=](VanOptions* options) {
+          options->transport = transport;
+          options->curve_secret_key = key;
+          options->max_message_bytes = max_message_bytes;
+        }) {}
 };
 
 Message MessageTo(int recipient, size_t bytes, char fill) {
@@ -100,7 +70,8 @@ TEST(CurveVan, VansHoldingTheJobKeyExchangeMessagesOnBothChannels) {
     a.Reach(2, b);
     ASSERT_TRUE(a->Send(MessageTo(2, 1 << 20, 'x'), SendMode::kBlocking, Channel::kData).ok());
     ASSERT_TRUE(a->Send(MessageTo(2, 10, 'y'), SendMode::kBlocking, Channel::kControl).ok());
-    auto got = b.WaitFor(2, 20);
+    b.WaitFor(2, 20);
+    auto got = b.Received();
     ASSERT_EQ(got.size(), 2u);
     for (auto& [msg, channel] : got) {
       ASSERT_EQ(msg.data.size(), 1u);
@@ -126,7 +97,7 @@ TEST(CurveVan, VanWithoutCurveIsRefusedAndNothingItSendsArrives) {
   }
   // One refused handshake per channel.
   EXPECT_GE(WaitUntilAtLeast([&] { return secure->stats().refused_handshakes; }, 2, 20), 2u);
-  EXPECT_TRUE(secure.WaitFor(1, 1).empty());
+  EXPECT_EQ(secure.WaitFor(1, 1), 0u);
   EXPECT_EQ(secure->stats().received_messages, 0u);
   EXPECT_EQ(secure->stats().dropped_messages, 0u);
 }
@@ -139,7 +110,7 @@ TEST(CurveVan, VanWithAnotherKeyIsRefusedAndLearnsWhy) {
   stranger->Send(MessageTo(2, 100, 'f'), SendMode::kNonBlocking, Channel::kData);
   EXPECT_GE(WaitUntilAtLeast([&] { return job->stats().refused_handshakes; }, 1, 20), 1u);
   EXPECT_GE(WaitUntilAtLeast([&] { return stranger->stats().failed_handshakes; }, 1, 20), 1u);
-  EXPECT_TRUE(job.WaitFor(1, 1).empty());
+  EXPECT_EQ(job.WaitFor(1, 1), 0u);
   EXPECT_EQ(job->stats().received_messages, 0u);
 }
 
@@ -150,7 +121,7 @@ TEST(CurveVan, SecureVanGetsNoConnectionToAPlainOne) {
   secure.Reach(2, plain);
   secure->Send(MessageTo(2, 100, 'f'), SendMode::kNonBlocking, Channel::kData);
   EXPECT_GE(WaitUntilAtLeast([&] { return secure->stats().failed_handshakes; }, 1, 20), 1u);
-  EXPECT_TRUE(plain.WaitFor(1, 1).empty());
+  EXPECT_EQ(plain.WaitFor(1, 1), 0u);
 }
 
 TEST(CurveVan, MalformedKeyFailsStartWithoutNamingTheKey) {
@@ -186,7 +157,8 @@ TEST(CurveVan, LargestAcceptedMessageStillArrivesUnderCurve) {
   } while (s.code() == Status::Code::kInvalidArgument && bytes > 0);
   ASSERT_TRUE(s.ok()) << s.message();
   ASSERT_LT(static_cast<size_t>(limit) - bytes, 33u) << "the meta is too large for this test";
-  auto got = b.WaitFor(1, 20);
+  b.WaitFor(1, 20);
+  auto got = b.Received();
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].first.data[0].size(), bytes);
 }

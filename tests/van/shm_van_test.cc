@@ -19,6 +19,7 @@
 
 #include "meta_codec.h"
 #include "ps/internal/van.h"
+#include "recording_van.h"
 #include "shm_ring.h"
 
 namespace ps {
@@ -26,49 +27,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-class TestVan {
- public:
-  explicit TestVan(std::function<void(VanOptions*)> tweak = nullptr) {
-    van_ = Van::Create("zmq");
-    VanOptions options;
-    options.identity = "v" + std::to_string(reinterpret_cast<uintptr_t>(this));
-    if (tweak) tweak(&options);
-    status_ = van_->Start(options, [this](Message&& msg, Channel channel) {
-      std::lock_guard<std::mutex> lock(mu_);
-      received_.push_back({std::move(msg), channel});
-      cv_.notify_all();
-    });
-  }
-  ~TestVan() { van_->Stop(); }
-
-  Van* operator->() { return van_.get(); }
-  const Status& status() const { return status_; }
-  void Reach(int id, TestVan& peer) {
-    ASSERT_TRUE(van_->Connect(id, peer->endpoint(), peer->control_endpoint()).ok());
-  }
-  // Waits up to `seconds` for `count` messages in all; returns how many arrived.
-  size_t WaitFor(size_t count, double seconds = 20) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::duration<double>(seconds),
-                 [&] { return received_.size() >= count; });
-    return received_.size();
-  }
-  std::vector<std::pair<Message, Channel>> Take() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return std::move(received_);
-  }
-  size_t count() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return received_.size();
-  }
-
- private:
-  std::unique_ptr<Van> van_;
-  Status status_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::pair<Message, Channel>> received_;
-};
+using TestVan = RecordingVan;
 
 // A message to `recipient` whose frames have the sizes and types given, each byte of
 // frame i equal to (seed + i) and (for typed frames) whole elements.
