@@ -351,6 +351,9 @@ Status Config::FromEnvironment(Config* c, const Getenv& getenv) {
   if ((text = Lookup(getenv, "PS_SHM", nullptr))) {
     if (!(s = ParseBool("PS_SHM", text, &cfg.shm)).ok()) return s;
   }
+  if ((text = Lookup(getenv, "PS_RECEIVE_IN_WAIT", nullptr))) {
+    if (!(s = ParseBool("PS_RECEIVE_IN_WAIT", text, &cfg.receive_in_wait)).ok()) return s;
+  }
   if ((text = Lookup(getenv, "PS_SHM_BYTES", nullptr))) {
     // At most shm::kMaxRingBytes (van/shm_segment.h): receivers refuse larger offers.
     if (!(s = ParseInt("PS_SHM_BYTES", text, int64_t{1} << 20, int64_t{1} << 36, &v)).ok()) {
@@ -456,6 +459,7 @@ const char* const Config::kNames[] = {
     "PS_RESEND_TIMEOUT", "PS_DROP_RATE", "PS_DROP_MSG",
     "PS_DROP_SEED", "PS_CONSISTENCY", "PS_KEY_PLACEMENT", "PS_CHUNK_BYTES", "PS_JOB_TOKEN",
     "PS_SECURE", "PS_CURVE_SECRET_KEY", "PS_CURVE_SECRET_KEY_FILE", "PS_SHM", "PS_SHM_BYTES",
+    "PS_RECEIVE_IN_WAIT",
     nullptr};
 
 }  // namespace ps

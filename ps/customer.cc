@@ -157,6 +157,15 @@ void Customer::set_abort_handle(AbortHandle handle) {
 }
 
 int Customer::NewRequest(const std::vector<int>& peers, uint64_t* request_id) {
+  return NewRequest(peers, request_id, false);
+}
+
+int Customer::NewDataRequest(const std::vector<int>& peers, uint64_t* request_id) {
+  return NewRequest(peers, request_id, true);
+}
+
+int Customer::NewRequest(const std::vector<int>& peers, uint64_t* request_id,
+                         bool receive_in_wait) {
   int timeout_s = Postoffice::Get()->config().request_timeout_s;
   Clock::time_point deadline = timeout_s > 0
                                    ? Clock::now() + std::chrono::seconds(timeout_s)
@@ -164,7 +173,7 @@ int Customer::NewRequest(const std::vector<int>& peers, uint64_t* request_id) {
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t id = next_id_++;
   int ts = static_cast<int>((id - 1) & kTimestampMask);
-  in_flight_.emplace(id, InFlight{ts, peers, deadline});
+  in_flight_.emplace(id, InFlight{ts, peers, deadline, receive_in_wait});
   if (request_id) *request_id = id;
   return ts;
 }
@@ -190,6 +199,7 @@ uint64_t Customer::RequestIdOf(int timestamp) {
 
 void Customer::FinishRequest(int timestamp, const Status& status) {
   bool wake = false;
+  bool wake_receiver = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     uint64_t id = IdOfLocked(timestamp);
@@ -197,6 +207,7 @@ void Customer::FinishRequest(int timestamp, const Status& status) {
     // A finish nobody waits for yet (a window of requests, a callback) needs no
     // notify: waiters look at in_flight_ under this lock before they sleep.
     wake = sleepers_ > 0;
+    wake_receiver = id == receiving_id_;
     if (!status.ok()) {
       failures_[id] = status;
       failure_order_.push_back(id);
@@ -207,6 +218,9 @@ void Customer::FinishRequest(int timestamp, const Status& status) {
     }
   }
   if (wake) finished_cv_.notify_all();
+  if (wake_receiver) {
+    if (Van* van = Postoffice::Get()->running_van()) van->WakeReceivingWaiter();
+  }
 }
 
 Status Customer::WaitRequest(int timestamp) {
@@ -224,13 +238,41 @@ Status Customer::WaitRequest(int timestamp, std::chrono::milliseconds timeout) {
   // A timeout beyond a century is "forever": a deadline that far would overflow the
   // clock's arithmetic and come back at once.
   constexpr auto kForever = std::chrono::hours(24 * 365 * 100);
+  const bool forever = timeout >= kForever;
+  const Clock::time_point deadline = forever ? Clock::time_point::max() : Clock::now() + timeout;
+  // The answers of a data request, delivered where they are received, can be received
+  // by this thread itself while it waits: the answer then wakes it directly
+  // (Van::ReceiveWhileWaiting). One thread of this customer at a time does so; the
+  // others sleep as below.
+  auto request = in_flight_.find(id);
+  if (request != in_flight_.end() && request->second.receive_in_wait &&
+      options_.delivery == Delivery::kReceiveThread && receiving_id_ == 0) {
+    if (Van* van = Postoffice::Get()->running_van()) {
+      receiving_id_ = id;
+      lock.unlock();
+      try {
+        van->ReceiveWhileWaiting(
+            [this, id] {
+              std::lock_guard<std::mutex> done_lock(mu_);
+              return in_flight_.count(id) == 0;
+            },
+            deadline);
+      } catch (...) {
+        lock.lock();
+        receiving_id_ = 0;
+        throw;
+      }
+      lock.lock();
+      receiving_id_ = 0;
+    }
+  }
   bool finished = true;
   if (!done()) {
     ++sleepers_;
-    if (timeout >= kForever) {
+    if (forever) {
       finished_cv_.wait(lock, done);
     } else {
-      finished = finished_cv_.wait_until(lock, Clock::now() + timeout, done);
+      finished = finished_cv_.wait_until(lock, deadline, done);
     }
     --sleepers_;
   }

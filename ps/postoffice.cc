@@ -159,6 +159,7 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
       options.curve_secret_key = config_.curve_secret_key;  // PS_SECURE
       options.shm = config_.shm;  // PS_SHM
       options.shm_bytes = config_.shm_bytes;
+      options.receive_in_wait = config_.receive_in_wait;  // PS_RECEIVE_IN_WAIT
       s = van_->Start(options, [this](Message&& msg, Channel channel) {
         OnMessage(std::move(msg), channel);
       });
@@ -171,6 +172,7 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
         throw Error("HerdPS cannot start the " + std::string(RoleName(config_.role)) +
                     " node: " + s.message());
       }
+      running_van_.store(van_.get(), std::memory_order_release);
       my_node_.port = van_->port();
       my_node_.endpoint = van_->endpoint();
       my_node_.control_endpoint = van_->control_endpoint();
@@ -364,6 +366,7 @@ void Postoffice::DrainCustomers() {
 void Postoffice::StopRuntime() {
   // Timers first, so that nothing sends on a stopping van.
   if (loop_) loop_->Stop();
+  running_van_.store(nullptr, std::memory_order_release);
   if (van_) van_->Stop();
 }
 

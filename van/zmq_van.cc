@@ -184,10 +184,17 @@ Status ZmqVan::Start(const VanOptions& options, Handler handler) {
                  "key are admitted (public key "
               << gate_->fingerprint() << "...)";
   }
-  started_ = true;
-  for (int c = 0; c < 2; ++c) {
-    receivers_[c].thread = std::thread([this, c] { ReceiveLoop(static_cast<Channel>(c)); });
+  if (options_.receive_in_wait) {
+    // Without it waiters simply sleep until the receive thread has their answer.
+    if (!StartReceiveInWait()) {
+      LOG(WARNING) << "threads waiting for answers will sleep instead of receiving "
+                      "themselves (PS_RECEIVE_IN_WAIT): "
+                   << ZmqError() << " / " << std::strerror(errno);
+    }
   }
+  started_ = true;
+  receivers_[0].thread = std::thread([this] { DataReceiveLoop(); });
+  receivers_[1].thread = std::thread([this] { ReceiveLoop(Channel::kControl); });
   return Status::OK();
 }
 
@@ -432,11 +439,11 @@ void ZmqVan::LogDropped(const std::string& reason) {
 }
 
 void ZmqVan::ReceiveLoop(Channel channel) {
-  while (ReceiveOne(channel)) {
+  while (ReceiveOne(channel) != Received::kDone) {
   }
 }
 
-bool ZmqVan::ReceiveOne(Channel channel) {
+ZmqVan::Received ZmqVan::ReceiveOne(Channel channel, Wait wait) {
   void* socket = receivers_[static_cast<int>(channel)].socket;
   std::vector<zmq_msg_t*> frames;
   auto release_all = [&frames]() {
@@ -448,13 +455,17 @@ bool ZmqVan::ReceiveOne(Channel channel) {
   for (int more = 1; more;) {
     auto* part = new zmq_msg_t;
     zmq_msg_init(part);
-    if (zmq_msg_recv(part, socket, 0) < 0) {
+    int flags = frames.empty() && wait == Wait::kNoWait ? ZMQ_DONTWAIT : 0;
+    if (zmq_msg_recv(part, socket, flags) < 0) {
       zmq_msg_close(part);
       delete part;
       if (zmq_errno() == EINTR) continue;
+      // Nothing there (kNoWait), or ZMQ_RCVTIMEO (set by a waiter) ran out, before a
+      // message began.
+      if (zmq_errno() == EAGAIN && frames.empty()) return Received::kTimedOut;
       LOG(ERROR) << "receive failed, van stops receiving: " << ZmqError();
       release_all();
-      return false;
+      return Received::kDone;
     }
     frames.push_back(part);
     more = zmq_msg_more(part);
@@ -462,26 +473,33 @@ bool ZmqVan::ReceiveOne(Channel channel) {
   // Stop's wake-up, or anything that arrived after it: the van is done.
   if (stopped_.load(std::memory_order_acquire)) {
     release_all();
-    return false;
+    return Received::kDone;
+  }
+  if (channel == Channel::kData && frames.size() == 2 &&
+      IsNudge(std::string(static_cast<const char*>(zmq_msg_data(frames[0])),
+                          zmq_msg_size(frames[0])),
+              frames.size(), zmq_msg_size(frames[1]))) {
+    release_all();
+    return Received::kNudge;
   }
   size_t total = 0;
   for (size_t i = 1; i < frames.size(); ++i) total += zmq_msg_size(frames[i]);
   if (frames.size() < 2) {
     LogDropped("no meta frame");
     release_all();
-    return true;
+    return Received::kMessage;
   }
   if (total > static_cast<uint64_t>(options_.max_message_bytes)) {
     LogDropped("message of " + std::to_string(total) + " bytes is over PS_MAX_MESSAGE_BYTES=" +
                std::to_string(options_.max_message_bytes));
     release_all();
-    return true;
+    return Received::kMessage;
   }
   if (frames.size() - 2 > static_cast<size_t>(options_.max_frames)) {
     LogDropped(std::to_string(frames.size() - 2) + " data frames, more than the limit of " +
                std::to_string(options_.max_frames));
     release_all();
-    return true;
+    return Received::kMessage;
   }
   std::vector<size_t> sizes;
   for (size_t i = 2; i < frames.size(); ++i) sizes.push_back(zmq_msg_size(frames[i]));
@@ -492,7 +510,7 @@ bool ZmqVan::ReceiveOne(Channel channel) {
   if (!s.ok()) {
     LogDropped(s.message());
     release_all();
-    return true;
+    return Received::kMessage;
   }
   msg.peer_identity.assign(static_cast<const char*>(zmq_msg_data(frames[0])),
                            zmq_msg_size(frames[0]));
@@ -500,7 +518,7 @@ bool ZmqVan::ReceiveOne(Channel channel) {
     if (channel != Channel::kData) {
       LogDropped("shared-memory fields on the control channel");
       release_all();
-      return true;
+      return Received::kMessage;
     }
     if (shm.has_offer) AnswerShmOffer(socket, msg.peer_identity, shm.offer);
     // The frames' real sizes, which the check above could not see.
@@ -514,7 +532,7 @@ bool ZmqVan::ReceiveOne(Channel channel) {
                  std::to_string(options_.max_message_bytes));
       DiscardShmFrames(msg.peer_identity, shm);
       release_all();
-      return true;
+      return Received::kMessage;
     }
   }
   if (channel == Channel::kData) shm_receiver_.Sweep();
@@ -528,18 +546,22 @@ bool ZmqVan::ReceiveOne(Channel channel) {
     s = AdoptShmFrames(msg.peer_identity, shm, &msg.data, msg.meta);
     if (!s.ok()) {
       LogDropped(s.message());
-      return true;
+      return Received::kMessage;
     }
   }
   received_messages_.fetch_add(1, std::memory_order_relaxed);
   received_bytes_.fetch_add(total, std::memory_order_relaxed);
+  if (channel == Channel::kData) CountDelivery();
   try {
     handler_(std::move(msg), channel);
   } catch (const std::exception& e) {
-    // Whatever a handler throws, the node keeps serving.
+    // Whatever a handler throws, the node keeps serving (on the receive thread, or on a
+    // waiter that must hand the ROUTER back).
     LOG(ERROR) << "message handler threw: " << e.what();
+  } catch (...) {
+    LOG(ERROR) << "message handler threw something that is not a std::exception";
   }
-  return true;
+  return Received::kMessage;
 }
 
 void ZmqVan::Stop() {
@@ -557,11 +579,13 @@ void ZmqVan::Stop() {
     }
     if (waker) zmq_close(waker);
   }
+  WakeRoleThreadsForStop();
   for (Receiver& r : receivers_) {
     CHECK(r.thread.get_id() != std::this_thread::get_id())
         << "Van::Stop called from the van's own receive thread";
     r.thread.join();
   }
+  ReleaseWaiters();
   for (Receiver& r : receivers_) {
     zmq_close(r.socket);
     r.socket = nullptr;
@@ -602,6 +626,7 @@ VanStats ZmqVan::stats() const {
   s.shm_copied_bytes = shm_copied_bytes_.load();
   s.shm_accepted_rings = shm_accepted_rings_.load();
   s.shm_refused_rings = shm_refused_rings_.load();
+  s.received_in_wait = received_in_wait_.load();
   if (gate_) {
     s.refused_handshakes = gate_->refused_handshakes();
     s.failed_handshakes = gate_->failed_handshakes();

@@ -8,10 +8,13 @@
 // With a CURVE key (VanOptions::curve_secret_key) a CurveGate secures every socket.
 // With VanOptions::shm, large data frames to peers on this host go through shared
 // memory (shm_link.h sends, shm_receiver.h receives; docs/architecture.md).
+// A thread waiting for an answer may take the data ROUTER over from its receive thread
+// (ReceiveWhileWaiting, zmq_van_wait.cc): exactly one thread holds it at a time.
 #ifndef HERDPS_VAN_ZMQ_VAN_H_
 #define HERDPS_VAN_ZMQ_VAN_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -46,6 +49,9 @@ class ZmqVan : public Van {
   VanStats stats() const override;
   uint64_t ReleaseIdleMemory() override;
   void SetShm(bool on) override { shm_on_ = on && options_.shm; }
+  uint64_t ReceiveWhileWaiting(const std::function<bool()>& done,
+                               std::chrono::steady_clock::time_point deadline) override;
+  void WakeReceivingWaiter() override;
 
  private:
   // Data frames this large go through shared memory when the peer is on this host.
@@ -96,9 +102,52 @@ class ZmqVan : public Van {
   };
 
   void ReceiveLoop(Channel channel);
-  // Waits for one multipart message and hands it on. Returns false when the socket
-  // failed for good or the van is stopping.
-  bool ReceiveOne(Channel channel);
+  // What ReceiveOne did.
+  enum class Received {
+    kMessage,   // received one message and handed it on (or dropped it)
+    kNudge,     // received a nudge (zmq_van_wait.cc): look at the receive role again
+    kTimedOut,  // nothing came within the socket's ZMQ_RCVTIMEO (or at once, kNoWait)
+    kDone,      // the socket failed for good or the van is stopping
+  };
+  // Waits for one multipart message (kNoWait: takes one only if it is there) and hands
+  // it on.
+  enum class Wait { kBlock, kNoWait };
+  Received ReceiveOne(Channel channel, Wait wait = Wait::kBlock);
+
+  // Who holds the data ROUTER (zmq_van_wait.cc).
+  enum class DataReceiver {
+    kNobody,
+    kReceiveThread,
+    kWaiter,  // a thread in ReceiveWhileWaiting receives
+    kParked,  // a waiter left it with nothing queued; the receive thread watches it
+  };
+  // The data channel's receive thread: receives while it holds the ROUTER, gives it to
+  // a waiter that asks, watches it while a waiter has it parked and takes it back when
+  // input comes.
+  void DataReceiveLoop();
+  // For DataReceiveLoop, under `lock` (of role_mu_): waits until the receive thread may
+  // take the ROUTER (*from_parked: because input came for a parked one); false when the
+  // van stops.
+  bool WaitForDataRole(std::unique_lock<std::mutex>& lock, bool* from_parked);
+  // For Start, with receive_in_wait: reads the data ROUTER's ZMQ_FD, makes the event
+  // descriptor and the nudge socket. False if any of it fails (waiters then sleep).
+  bool StartReceiveInWait();
+  // Wakes the receive thread wherever it waits for the role (its condition variable,
+  // or its poll of a parked ROUTER). Under role_mu_.
+  void SignalReceiveThreadLocked();
+  // For Stop, after stopped_ is set: wakes the receive thread and any waiter waiting
+  // for the ROUTER.
+  void WakeRoleThreadsForStop();
+  // For ReceiveOne, before a message is handed on: counts it if a waiter receives it.
+  void CountDelivery();
+  // Sends a nudge to the data ROUTER, which makes its holder look at the receive role
+  // again. Under role_mu_.
+  void NudgeLocked();
+  // For Stop, after the receive threads ended: wakes a waiter that holds or wants the
+  // ROUTER, waits until it has let go, and closes the nudge socket and event descriptor.
+  void ReleaseWaiters();
+  // Whether `identity` and `meta_bytes` are those of a nudge.
+  bool IsNudge(const std::string& identity, size_t frames, size_t meta_bytes) const;
   Status Bind(Receiver* receiver, int port);
   // A DEALER connected to `endpoint` (with this node's identity if `with_identity`),
   // or nullptr.
@@ -139,9 +188,23 @@ class ZmqVan : public Van {
   std::atomic<uint64_t> sent_messages_{0}, sent_bytes_{0}, received_messages_{0},
       received_bytes_{0}, dropped_messages_{0}, received_copied_bytes_{0};
 
+  // The data ROUTER's receive role (zmq_van_wait.cc).
+  std::mutex role_mu_;  // guards the role's state below and the nudge socket
+  DataReceiver role_holder_ = DataReceiver::kNobody;
+  bool waiter_wants_role_ = false;  // a waiter asked the receive thread for the ROUTER
+  std::chrono::steady_clock::time_point receiving_since_;  // when the waiter took it
+  std::chrono::milliseconds park_check_{1};  // the receive thread's interval (wait.cc)
+  void* nudge_socket_ = nullptr;    // DEALER to the data ROUTER's inproc endpoint
+  std::string nudge_identity_;      // its routing id, random; set by Start
+  int data_socket_fd_ = -1;         // the data ROUTER's ZMQ_FD, watched while parked
+  int role_event_fd_ = -1;          // eventfd the receive thread watches beside it
+  std::condition_variable role_freed_cv_;  // for the receive thread: the role changed
+  std::condition_variable waiter_cv_;      // for a waiter waiting for the role
+  std::atomic<uint64_t> received_in_wait_{0};
+
   std::atomic<bool> shm_on_{false};  // SetShm; never on without options_.shm
   std::unordered_set<std::string> local_hosts_;  // this host's addresses; set by Start
-  ShmReceiver shm_receiver_;  // owned by the data receive thread (Stop clears it after)
+  ShmReceiver shm_receiver_;  // used by the data ROUTER's holder (Stop clears it after)
   LogLimiter shm_log_;
   std::atomic<uint64_t> shm_sent_frames_{0}, shm_sent_bytes_{0}, shm_received_frames_{0},
       shm_received_bytes_{0}, shm_fallback_frames_{0}, shm_copied_bytes_{0},

@@ -70,7 +70,7 @@ int RequestPipeline::Issue(PipelineRequest req, const char* what) {
     }
   }
   uint64_t id = 0;
-  int ts = customer_->NewRequest(server_ids, &id);
+  int ts = customer_->NewDataRequest(server_ids, &id);
   p->timestamp = ts;
   p->remaining = static_cast<int>(p->parts.size());
   if (p->parts.empty()) {  // no keys: nothing to ask

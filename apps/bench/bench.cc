@@ -59,9 +59,12 @@ void PrintMemory(const char* who, double rss_start) {
   ps::VanStats van = ps::Postoffice::Get()->van()->stats();
   std::printf(
       "# memory %s: peak_rss_mib=%.1f rss_start_mib=%.1f rss_end_mib=%.1f minor_faults=%ld "
-      "received_mib=%.1f received_copied_mib=%.3f\n",
+      "received_mib=%.1f received_copied_mib=%.3f received_messages=%llu "
+      "received_in_wait=%llu\n",
       who, bench::PeakRssMiB(), rss_start, bench::CurrentRssMiB(), usage.ru_minflt,
-      van.received_bytes / 1048576.0, van.received_copied_bytes / 1048576.0);
+      van.received_bytes / 1048576.0, van.received_copied_bytes / 1048576.0,
+      static_cast<unsigned long long>(van.received_messages),
+      static_cast<unsigned long long>(van.received_in_wait));
 }
 
 // RSS once the node has been idle long enough to give kept buffers back

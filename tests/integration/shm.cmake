@@ -15,15 +15,7 @@ foreach(variant IN ITEMS
     "exact_with_resend_at_drop_rate_0.05;-n;2;-s;2;--env;PS_RESEND=1;--env;PS_DROP_RATE=0.05;--env;PS_RESEND_TIMEOUT=100;--;--expect_shm=1"
     "then_idle_memory_goes_back;-n;1;-s;1;--env;PS_IDLE_TRIM_MS=250;--;--mode=idle;--expect_shm=1;--expect_release=1"
     "then_idle_memory_stays_with_idle_trim_off;-n;1;-s;1;--env;PS_IDLE_TRIM_MS=0;--;--mode=idle;--expect_shm=1;--expect_release=0")
-  list(POP_FRONT variant name)
-  list(FIND variant "--" split)
-  list(SUBLIST variant 0 ${split} launch_args)
-  math(EXPR after "${split} + 1")
-  list(SUBLIST variant ${after} -1 app_args)
-  add_test(NAME integration.shm_push_pull_${name}
-    COMMAND ${Python3_EXECUTABLE} ${LAUNCH} ${launch_args} --timeout 120
-            -- $<TARGET_FILE:shm_app> ${app_args})
-  set_tests_properties(integration.shm_push_pull_${name} PROPERTIES TIMEOUT 150)
+  herdps_launch_variant(integration.shm_push_pull_ shm_app "${variant}")
 endforeach()
 
 foreach(behaviour IN ITEMS killed_worker_leaves_no_ring_mapped_and_no_segment

@@ -590,5 +590,22 @@ TEST(Config, BadIdleTrimTimesAreRefusedNamingTheVariable) {
   }
 }
 
+TEST(Config, ReceiveInWaitDefaultsOnIsReadAndRefusesGarbage) {
+  Config c;
+  ASSERT_TRUE(Load(RequiredEnv(), &c).ok());
+  EXPECT_TRUE(c.receive_in_wait);
+  Env env = RequiredEnv();
+  env["PS_RECEIVE_IN_WAIT"] = "0";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_FALSE(c.receive_in_wait);
+  env["PS_RECEIVE_IN_WAIT"] = "1";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_TRUE(c.receive_in_wait);
+  env["PS_RECEIVE_IN_WAIT"] = "sometimes";
+  Status s = Load(env, &c);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_TRUE(Contains(s, "PS_RECEIVE_IN_WAIT")) << s.ToString();
+}
+
 }  // namespace
 }  // namespace ps

@@ -1,5 +1,6 @@
-// RecordingVan: a started van for tests that keeps every message its handler gets, so
-// a test can send through one van and look at what another received.
+// RecordingVan: a started van for tests that keeps every message its handler gets (and
+// the thread that delivered it), so a test can send through one van and look at what
+// another received.
 // Thread safety: all methods may be called while the van's threads deliver messages.
 #ifndef HERDPS_TESTS_VAN_RECORDING_VAN_H_
 #define HERDPS_TESTS_VAN_RECORDING_VAN_H_
@@ -13,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -24,14 +26,20 @@ class RecordingVan {
  public:
   // Starts a zmq van with default options changed by `tweak` (if any); status() says
   // whether it started.
-  explicit RecordingVan(std::function<void(VanOptions*)> tweak = nullptr) {
+  // `on_message` (if any) runs for every message before it is recorded, on the thread
+  // that delivers it.
+  explicit RecordingVan(std::function<void(VanOptions*)> tweak = nullptr,
+                        std::function<void(const Message&)> on_message = nullptr)
+      : on_message_(std::move(on_message)) {
     van_ = Van::Create("zmq");
     VanOptions options;
     options.identity = "t" + std::to_string(reinterpret_cast<uintptr_t>(this));
     if (tweak) tweak(&options);
     status_ = van_->Start(options, [this](Message&& msg, Channel channel) {
+      if (on_message_) on_message_(msg);
       std::lock_guard<std::mutex> lock(mu_);
       received_.push_back({std::move(msg), channel});
+      threads_.push_back(std::this_thread::get_id());
       cv_.notify_all();
     });
   }
@@ -67,13 +75,21 @@ class RecordingVan {
     std::lock_guard<std::mutex> lock(mu_);
     return received_.size();
   }
+  // The thread that delivered each message since the van started, in order (Take does
+  // not clear it).
+  std::vector<std::thread::id> threads() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return threads_;
+  }
 
  private:
+  std::function<void(const Message&)> on_message_;
   std::unique_ptr<Van> van_;
   Status status_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::pair<Message, Channel>> received_;
+  std::vector<std::thread::id> threads_;
 };
 
 }  // namespace ps

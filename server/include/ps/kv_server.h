@@ -2,8 +2,10 @@
 // handle, which must answer each request exactly once with Response (or
 // ResponseError), now or later, from any thread.
 //
-// Threading: the handle runs on the node's data receive thread (no hand-off, as fast
-// as the network allows), one request at a time, in arrival order, so requests from
+// Threading: the handle runs on the thread that receives the node's data channel (no
+// hand-off, as fast as the network allows): the data receive thread, or, in a process
+// that also runs workers, a worker thread in Wait (PS_RECEIVE_IN_WAIT). One request at
+// a time, in arrival order, so requests from
 // one worker are handled in the order they were issued (per-key FIFO). A handle that
 // blocks delays the node's data messages, never its control plane: heartbeats,
 // barriers, membership, resends and plugin messages travel on the control channel and

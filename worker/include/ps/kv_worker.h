@@ -2,8 +2,10 @@
 //
 // Every call is asynchronous: it returns a timestamp at once; Wait(timestamp) blocks
 // until all servers involved have answered, and the optional callback runs just before
-// that: on the node's data receive thread when the last answer arrives (so it must not
-// block or Wait for another request), or on the worker's own thread when the request
+// that: when the last answer arrives, on the thread that receives the node's data
+// channel, which is the data receive thread or a thread of this process that is in
+// Wait (PS_RECEIVE_IN_WAIT; so the callback must not block or Wait for another request,
+// nor rely on which thread runs it); or on the worker's own thread when the request
 // ends early. A request ends early, with Unavailable naming the server, when a server
 // it waits for dies or leaves, and with Timeout at PS_REQUEST_TIMEOUT. Keys are placed
 // on servers by the consistent-hash ring, and a value longer than the job's chunk size

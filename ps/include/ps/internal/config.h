@@ -73,6 +73,10 @@ struct Config {
   // sockets. PS_SHM_BYTES: the size of each shared-memory ring (one per pair of
   // processes and direction that exchange large frames).
   bool shm = true;
+  // PS_RECEIVE_IN_WAIT: 1 (default) lets a thread waiting for a KV answer receive the
+  // data channel itself, one thread hand-off fewer per answer (Van::ReceiveWhileWaiting);
+  // 0 leaves all receiving to the receive thread.
+  bool receive_in_wait = true;
   static constexpr uint64_t kDefaultShmBytes = uint64_t{64} << 20;
   uint64_t shm_bytes = kDefaultShmBytes;
   // PS_IDLE_TRIM_MS: a node whose van has been idle (under 1 MiB of messages between

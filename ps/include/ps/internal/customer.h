@@ -6,9 +6,12 @@
 // queue (one hand-off between the network and app code); when the queue is full the
 // channel's receive thread waits for room and stops reading (backpressure), while the
 // node's control loop (heartbeats, timers) goes on. kReceiveThread runs the handle on
-// the receive thread of the channel the message came on: KVServer and KVWorker use it
-// on the data channel, whose thread carries no control traffic, so a blocking handle
-// delays data only.
+// the thread that receives the channel the message came on: KVServer and KVWorker use
+// it on the data channel, whose receiving carries no control traffic, so a blocking
+// handle delays data only. The data channel is received by its receive thread, or by
+// a thread waiting in WaitRequest for a request made with NewDataRequest (a
+// KVWorker's), which receives itself so that its answer wakes it directly
+// (Van::ReceiveWhileWaiting; PS_RECEIVE_IN_WAIT=0 turns that off).
 //
 // Requests. Each request has a 64-bit id (1, 2, ... for this customer) and, for
 // ps-lite's int API, a timestamp (the low 31 bits of id - 1, so 0, 1, ...; they wrap
@@ -87,6 +90,12 @@ class Customer {
   // Returns its timestamp; *request_id (if given) receives its 64-bit id.
   int NewRequest(const std::vector<int>& peers, uint64_t* request_id);
   int NewRequest() { return NewRequest({}, nullptr); }
+  // As above, for a request whose answers come on the data channel and are delivered
+  // where they are received (a KVWorker's): a thread that waits for it may receive the
+  // data channel itself (Van::ReceiveWhileWaiting), so that the answer wakes it
+  // directly. Other requests' waits (SimpleApp's, whose answers come on the control
+  // channel) just sleep.
+  int NewDataRequest(const std::vector<int>& peers, uint64_t* request_id);
   // The request id of an in-flight timestamp, or 0.
   uint64_t RequestIdOf(int timestamp);
   // Marks `timestamp` finished with `status` and wakes its waiters. A second finish
@@ -102,7 +111,7 @@ class Customer {
 
   void set_abort_handle(AbortHandle handle);
   // Runs fn on the customer's own thread, after what is queued before it (used for
-  // callbacks: app code never runs on the runtime's threads). Blocks while the queue
+  // callbacks of requests that end early: app code never runs on the control thread). Blocks while the queue
   // is full. Called on the own thread itself, or after Close, runs fn at once on the
   // caller's thread (a push onto its own full queue would never return).
   void RunOnOwnThread(std::function<void()> fn);
@@ -123,7 +132,9 @@ class Customer {
     int timestamp;
     std::vector<int> peers;
     Clock::time_point deadline;  // Clock::time_point::max() when none
+    bool receive_in_wait;        // NewDataRequest
   };
+  int NewRequest(const std::vector<int>& peers, uint64_t* request_id, bool receive_in_wait);
   // The id of timestamp ts among those issued, or 0 if it was never issued.
   uint64_t IdOfLocked(int timestamp) const;
   void Abort(std::vector<std::pair<int, uint64_t>> victims, const Status& status);
@@ -144,6 +155,9 @@ class Customer {
   std::mutex mu_;  // guards everything below
   std::condition_variable finished_cv_;
   int sleepers_ = 0;  // threads blocked on finished_cv_: only they need a notify
+  // The request a thread of this customer waits for while receiving itself
+  // (Van::ReceiveWhileWaiting), or 0: its finish must wake that thread through the van.
+  uint64_t receiving_id_ = 0;
   AbortHandle abort_handle_;
   uint64_t next_id_ = 1;
   std::map<uint64_t, InFlight> in_flight_;  // by id: id order is deadline order

@@ -8,7 +8,8 @@
 //    (PS_RESEND), and hands it on. The control channel's thread hands control
 //    messages to the control loop and SimpleApp messages to their app's own thread;
 //    the data channel's thread runs KV customers: a KVServer's handle, a KVWorker's
-//    answer matching and callbacks;
+//    answer matching and callbacks (a worker thread waiting in Wait may receive the
+//    data channel in its place, one thread at a time: PS_RECEIVE_IN_WAIT);
 //  - the control loop (EventLoop): membership, joins, barriers, heartbeats, resends
 //    and every deadline; it never runs app code;
 //  - customers' own threads (SimpleApp, plugins, a KVServer that asks for one).
@@ -113,6 +114,9 @@ class Postoffice {
   const MembershipView* membership() const { return membership_.Get(); }
   const ConsistentHashRing& ring() const { return membership_.Get()->ring; }
   Van* van() { return van_.get(); }
+  // The van once it has started (during Start, before the node has joined) until
+  // Finalize stops it, else null. For any thread (a customer's waits), unlike van().
+  Van* running_van() { return running_van_.load(std::memory_order_acquire); }
   EventLoop* control_loop() { return loop_.get(); }
   int my_id() const { return my_node_.id; }
   const Node& my_node() const { return my_node_; }
@@ -163,9 +167,9 @@ class Postoffice {
  private:
   friend class SchedulerRole;  // releases the scheduler's own barrier entries
   Postoffice();
-  // Receive path (postoffice_receive.cc), on the van's receive thread.
-  // Per channel: the state its receive thread owns. `mu` is held by whoever admits
-  // the channel's messages (its receive thread; the control loop when it admits what
+  // Receive path (postoffice_receive.cc), on the thread that receives the channel.
+  // Per channel: the state its receiving owns. `mu` is held by whoever admits the
+  // channel's messages (the thread receiving it; the control loop when it admits what
   // arrived before the table), so that one sender's messages are admitted in
   // arrival order; it guards `sequencer` and `unverified`.
   struct Inbound {
@@ -173,7 +177,7 @@ class Postoffice {
     std::unique_ptr<InboundSequencer> sequencer;  // PS_RESEND
     std::deque<Message> unverified;  // arrived before the table
     size_t unverified_bytes = 0;
-    std::atomic<bool> busy{false};  // the receive thread is handing a message to an app
+    std::atomic<bool> busy{false};  // the channel's receiver is handing a message to an app
     std::atomic<size_t> held{0};    // sequencer->HeldMessages(), readable by any thread
   };
   void OnMessage(Message&& msg, Channel channel);
@@ -225,6 +229,7 @@ class Postoffice {
 
   Config config_;
   std::unique_ptr<Van> van_;
+  std::atomic<Van*> running_van_{nullptr};
   std::unique_ptr<EventLoop> loop_;
   std::unique_ptr<SchedulerRole> scheduler_;
   std::unique_ptr<PluginSeat> plugin_seat_;

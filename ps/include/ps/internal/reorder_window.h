@@ -17,7 +17,8 @@
 // (window - 1) * TrackedSenders(). Per sender id that ever restarted or was forgotten,
 // up to kRetiredPerSender retired incarnations (8 bytes each), however often it restarts.
 //
-// Thread safety: not thread-safe. One thread (the node's receive thread) owns it.
+// Thread safety: not thread-safe. Used by one thread at a time: whoever receives the
+// channel (the node's receive thread, or a thread receiving in Wait).
 #ifndef PS_INTERNAL_REORDER_WINDOW_H_
 #define PS_INTERNAL_REORDER_WINDOW_H_
 

@@ -11,6 +11,7 @@
 #ifndef PS_INTERNAL_VAN_H_
 #define PS_INTERNAL_VAN_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -49,6 +50,9 @@ struct VanOptions {
   // rings nor accepts them. docs/architecture.md, "Shared memory".
   bool shm = true;
   uint64_t shm_bytes = uint64_t{64} << 20;  // PS_SHM_BYTES: the size of each ring
+  // PS_RECEIVE_IN_WAIT: a thread waiting for an answer may receive the data channel
+  // itself (ReceiveWhileWaiting). Off: only the receive thread receives.
+  bool receive_in_wait = true;
 };
 
 // How Send behaves when the peer's queue is full.
@@ -87,12 +91,17 @@ struct VanStats {
   uint64_t shm_copied_bytes = 0;
   uint64_t shm_accepted_rings = 0;
   uint64_t shm_refused_rings = 0;
+  // Data messages received by threads waiting for an answer (ReceiveWhileWaiting)
+  // rather than by the data channel's receive thread; included in received_messages.
+  uint64_t received_in_wait = 0;
 };
 
 class Van {
  public:
-  // Called on the channel's receive thread, once per valid message, in arrival order.
-  // The handler may block (backpressure): the van then stops reading that channel.
+  // Called once per valid message, in arrival order, by one thread at a time: the
+  // channel's receive thread or, on the data channel, a thread that receives while it
+  // waits (ReceiveWhileWaiting). The handler may block (backpressure): the van then
+  // stops reading that channel.
   using Handler = std::function<void(Message&& msg, Channel channel)>;
 
   virtual ~Van() = default;
@@ -149,6 +158,33 @@ class Van {
   // goes on the socket; rings already accepted stay, unused. For benchmarks that
   // compare both paths in one run. Thread-safe.
   virtual void SetShm(bool on) = 0;
+
+  // Lets the calling thread receive the data channel itself while it waits for an
+  // answer, so that the answer wakes it straight from the transport instead of through
+  // the receive thread: one thread hand-off fewer per answer, which is a large part of
+  // a small request's round trip. The thread takes the channel over from the receive
+  // thread, receives and dispatches data messages exactly as that thread would (every
+  // message, to whoever it is for, in arrival order, on this thread) until `done()`
+  // holds, `deadline` passes or the van stops, then hands the channel back.
+  //
+  // Returns at once, having received nothing, when another thread already receives
+  // this way, when the calling thread is dispatching a message itself (a handle that
+  // waits), when the van is not running, or when VanOptions::receive_in_wait is off;
+  // the caller then waits as usual. Either way the caller looks at its condition again
+  // afterwards: returning does not mean done() holds.
+  //
+  // `done` is called with a lock of the van held: it must be quick and must not call
+  // into the van. Whoever makes done() true from another thread calls
+  // WakeReceivingWaiter afterwards. Returns the number of messages this thread
+  // received. Thread-safe.
+  virtual uint64_t ReceiveWhileWaiting(const std::function<bool()>& done,
+                                       std::chrono::steady_clock::time_point deadline) {
+    (void)done, (void)deadline;
+    return 0;
+  }
+  // Makes a thread in ReceiveWhileWaiting look at its done() again. Costs nothing when
+  // called on that thread itself (while it dispatches). Thread-safe.
+  virtual void WakeReceivingWaiter() {}
 
   // The van for options.transport ("tcp" and "ipc" are both served by ZeroMQ).
   static std::unique_ptr<Van> Create(const std::string& type = "zmq");

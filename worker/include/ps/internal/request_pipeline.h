@@ -17,7 +17,8 @@
 // answer once into the result (straight into the caller's array when it is sized).
 //
 // Thread safety: Issue may be called from several threads at once; Process runs on
-// the node's receive thread, Abort on its control thread.
+// the thread that receives the data channel (one at a time: the receive thread or a
+// thread in Wait), Abort on the control thread.
 #ifndef PS_INTERNAL_REQUEST_PIPELINE_H_
 #define PS_INTERNAL_REQUEST_PIPELINE_H_
 

@@ -1,0 +1,340 @@
+// The data ROUTER's receive role: who may call zmq_msg_recv on it.
+//
+// ZeroMQ sockets are not thread-safe, so one thread at a time receives on the data
+// ROUTER, and the role passes between threads under role_mu_ (which also orders what
+// the holders touch: the socket, the shared-memory receiver). Normally the receive
+// thread holds it. A thread that waits for an answer (Customer::WaitRequest) takes it:
+// the answer then wakes that thread straight from ZeroMQ's I/O thread, instead of
+// waking the receive thread, which would then wake the waiter.
+//
+// Handing the ROUTER over costs thread wake-ups of its own, so a waiter that is done
+// does not hand it back when nothing more is queued (ZMQ_EVENTS): it leaves the ROUTER
+// parked, and the next wait, by any thread, takes it at once. Asking ZMQ_EVENTS also
+// arms the socket's file descriptor (ZMQ_FD): it becomes readable when the next input
+// arrives. The receive thread watches that descriptor with a plain poll while the
+// ROUTER is parked, without touching the socket, and takes the ROUTER back when input
+// comes that no waiter is there to receive (it looks without blocking first: the
+// input may already have gone to a waiter, and then it parks the ROUTER again). A
+// waiter that finds more queued hands the ROUTER back at once instead.
+//
+// While a waiter receives, the receive thread looks now and then whether it has parked
+// (a waiter parks without a word, which costs it nothing): every kParkCheck, backing
+// off to kMaxParkCheck while waits keep the ROUTER busy. So an answer that comes while
+// no thread waits (a callback's) is received within kMaxParkCheck at most, usually
+// within kParkCheck. Every
+// other change the receive thread must see (a waiter hands back, Stop) writes to
+// role_event_fd_, which it polls beside the socket's descriptor, and notifies
+// role_freed_cv_, on which it waits otherwise.
+//
+// Taking the ROUTER from the receive thread: the waiter sends a nudge, an empty
+// message from this van's own inproc DEALER (nudge_identity_, random per van), which
+// wakes the receive thread in zmq_msg_recv; it lets go, and the waiter takes over.
+// Stale nudges (the waiter was done before the receive thread saw it) are read and
+// ignored.
+#include <glog/logging.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+#include "zmq_van.h"
+
+namespace ps {
+namespace {
+
+// How often the receive thread looks whether a receiving waiter has parked the ROUTER:
+// every kParkCheck at first, twice as long after each look that finds a waiter still
+// receiving, up to kMaxParkCheck (each look is a wake-up, and on a busy 2-core machine
+// a thousand of them a second slow 16 MiB transfers by 15%), and every kParkCheck
+// again once it finds the ROUTER parked. After kLongWait of a waiter's spell the
+// waiter tells it when it parks (one wake-up is nothing next to a wait that long),
+// and the receive thread sleeps until then.
+constexpr std::chrono::milliseconds kParkCheck(1);
+constexpr std::chrono::milliseconds kMaxParkCheck(32);
+constexpr std::chrono::milliseconds kLongWait(100);
+
+// The van whose ROUTER this thread receives on as a waiter, and the van whose data
+// receive thread this is: a wait nested in a dispatch, and a wake-up from the waiter's
+// own dispatch, need to know.
+thread_local const ZmqVan* t_waiting_receiver = nullptr;
+thread_local const ZmqVan* t_receive_thread_of = nullptr;
+// Messages the waiting thread handed on during its current wait.
+thread_local uint64_t t_delivered_in_wait = 0;
+
+}  // namespace
+
+bool ZmqVan::StartReceiveInWait() {
+  size_t fd_size = sizeof(data_socket_fd_);
+  if (zmq_getsockopt(receivers_[0].socket, ZMQ_FD, &data_socket_fd_, &fd_size) != 0) return false;
+  role_event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (role_event_fd_ < 0) return false;
+  std::random_device random;
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%08x%08x", random(), random());
+  // Unguessable, so that no peer can connect with it (the ROUTER hands an identity
+  // over to a newer connection).
+  nudge_identity_ = std::string("herdps-nudge-") + hex;
+  nudge_socket_ = zmq_socket(context_, ZMQ_DEALER);
+  if (!nudge_socket_) return false;
+  int linger = 0;
+  // A nudge that finds one already queued is not needed: one wakes the holder.
+  int high_water_mark = 4;
+  if (zmq_setsockopt(nudge_socket_, ZMQ_LINGER, &linger, sizeof(linger)) != 0 ||
+      zmq_setsockopt(nudge_socket_, ZMQ_SNDHWM, &high_water_mark, sizeof(high_water_mark)) != 0 ||
+      zmq_setsockopt(nudge_socket_, ZMQ_ROUTING_ID, nudge_identity_.data(),
+                     nudge_identity_.size()) != 0 ||
+      zmq_connect(nudge_socket_, receivers_[0].wake_endpoint.c_str()) != 0) {
+    zmq_close(nudge_socket_);
+    nudge_socket_ = nullptr;
+    return false;
+  }
+  return true;
+}
+
+bool ZmqVan::IsNudge(const std::string& identity, size_t frames, size_t meta_bytes) const {
+  return frames == 2 && meta_bytes == 0 && !nudge_identity_.empty() &&
+         identity == nudge_identity_;
+}
+
+void ZmqVan::NudgeLocked() {
+  // Never blocks: a full queue means nudges are already waiting to be read.
+  if (nudge_socket_) zmq_send(nudge_socket_, "", 0, ZMQ_DONTWAIT);
+}
+
+void ZmqVan::SignalReceiveThreadLocked() {
+  role_freed_cv_.notify_all();
+  if (role_event_fd_ >= 0) {
+    uint64_t one = 1;
+    // Fails only when the counter is near overflow: then it is readable anyway.
+    ssize_t ignored = write(role_event_fd_, &one, sizeof(one));
+    (void)ignored;
+  }
+}
+
+void ZmqVan::CountDelivery() {
+  if (t_waiting_receiver != this) return;
+  ++t_delivered_in_wait;
+  received_in_wait_.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool ZmqVan::WaitForDataRole(std::unique_lock<std::mutex>& lock, bool* from_parked) {
+  *from_parked = false;
+  for (;;) {
+    if (stopped_) return false;
+    if (role_holder_ == DataReceiver::kNobody && !waiter_wants_role_) return true;
+    if (role_holder_ == DataReceiver::kParked) {
+      // Watch the parked ROUTER for input, without touching the socket, and our own
+      // event descriptor for anything else. Stop's wake-up is input too.
+      park_check_ = kParkCheck;
+      lock.unlock();
+      pollfd watch[2] = {{data_socket_fd_, POLLIN, 0}, {role_event_fd_, POLLIN, 0}};
+      int ready = poll(watch, 2, -1);
+      int poll_errno = errno;
+      if (ready > 0 && (watch[1].revents & POLLIN)) {
+        uint64_t count;
+        ssize_t ignored = read(role_event_fd_, &count, sizeof(count));  // reset it
+        (void)ignored;
+      }
+      lock.lock();
+      bool input = ready > 0 && (watch[0].revents & (POLLIN | POLLERR | POLLHUP));
+      if (ready < 0 && poll_errno != EINTR) {
+        // Cannot watch it: take it back rather than leave input unread.
+        LOG(WARNING) << "cannot watch the data socket (" << std::strerror(poll_errno)
+                     << "); the receive thread takes it back";
+        input = true;
+      }
+      if (input && role_holder_ == DataReceiver::kParked && !stopped_) {
+        *from_parked = true;
+        return true;
+      }
+      continue;
+    }
+    // A waiter receives, or wants to: it may park the ROUTER without a word, unless it
+    // has received for kLongWait.
+    if (role_holder_ == DataReceiver::kWaiter &&
+        std::chrono::steady_clock::now() - receiving_since_ >= kLongWait) {
+      role_freed_cv_.wait(lock);
+    } else {
+      role_freed_cv_.wait_for(lock, park_check_);
+      if (role_holder_ == DataReceiver::kWaiter) {
+        park_check_ = std::min(2 * park_check_, kMaxParkCheck);
+      }
+    }
+  }
+}
+
+void ZmqVan::DataReceiveLoop() {
+  t_receive_thread_of = this;
+  for (;;) {
+    bool from_parked = false;
+    {
+      std::unique_lock<std::mutex> lock(role_mu_);
+      if (!WaitForDataRole(lock, &from_parked)) return;
+      role_holder_ = DataReceiver::kReceiveThread;
+    }
+    bool keep_receiving = true;
+    bool ended = false;
+    if (from_parked) {
+      // The input the watch saw may have gone to a waiter meanwhile: look without
+      // blocking, and park the ROUTER again if nothing is there (which re-arms its
+      // descriptor).
+      Received r = ReceiveOne(Channel::kData, Wait::kNoWait);
+      if (r == Received::kTimedOut) {
+        std::lock_guard<std::mutex> lock(role_mu_);
+        role_holder_ = DataReceiver::kParked;
+        waiter_cv_.notify_all();
+        continue;
+      }
+      ended = r == Received::kDone;
+      keep_receiving = !ended;
+      if (r == Received::kNudge) {
+        std::lock_guard<std::mutex> lock(role_mu_);
+        keep_receiving = !waiter_wants_role_;
+      }
+    }
+    while (keep_receiving) {
+      Received r = ReceiveOne(Channel::kData);
+      if (r == Received::kDone) {
+        ended = true;
+        break;
+      }
+      if (r == Received::kNudge) {
+        std::lock_guard<std::mutex> lock(role_mu_);
+        keep_receiving = !waiter_wants_role_;
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(role_mu_);
+      role_holder_ = DataReceiver::kNobody;
+      waiter_cv_.notify_all();
+      role_freed_cv_.notify_all();
+    }
+    if (ended) return;
+  }
+}
+
+uint64_t ZmqVan::ReceiveWhileWaiting(const std::function<bool()>& done,
+                                     std::chrono::steady_clock::time_point deadline) {
+  using Clock = std::chrono::steady_clock;
+  // A handle that waits while dispatching (on the receive thread, or on a waiter that
+  // receives) cannot take the ROUTER over from itself; a wait that is already over
+  // gains nothing from it.
+  if (t_waiting_receiver == this || t_receive_thread_of == this) return 0;
+  if (deadline <= Clock::now()) return 0;
+  {
+    std::unique_lock<std::mutex> lock(role_mu_);
+    if (!started_ || stopped_ || !nudge_socket_ || waiter_wants_role_ ||
+        role_holder_ == DataReceiver::kWaiter) {
+      return 0;
+    }
+    if (role_holder_ == DataReceiver::kReceiveThread) {
+      waiter_wants_role_ = true;
+      NudgeLocked();
+      auto may_go_on = [&] {
+        return stopped_.load() || role_holder_ != DataReceiver::kReceiveThread || done();
+      };
+      if (deadline == Clock::time_point::max()) {
+        waiter_cv_.wait(lock, may_go_on);
+      } else {
+        waiter_cv_.wait_until(lock, deadline, may_go_on);
+      }
+      waiter_wants_role_ = false;
+      const bool free = role_holder_ == DataReceiver::kNobody ||
+                        role_holder_ == DataReceiver::kParked;
+      if (stopped_ || !free || done() || Clock::now() >= deadline) {
+        // The answer came through the receive thread meanwhile (or time is up): the
+        // receive thread takes the ROUTER back if it had already let go.
+        if (role_holder_ == DataReceiver::kNobody) role_freed_cv_.notify_all();
+        return 0;
+      }
+    }
+    role_holder_ = DataReceiver::kWaiter;
+    receiving_since_ = Clock::now();
+  }
+  t_waiting_receiver = this;
+  t_delivered_in_wait = 0;
+
+  void* socket = receivers_[0].socket;
+  bool ended = false;    // the socket failed or the van stops
+  int timeout_set = -1;  // the socket's ZMQ_RCVTIMEO as this thread set it
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> role_lock(role_mu_);
+      if (done()) break;
+    }
+    if (deadline != Clock::time_point::max()) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) break;
+      // Ceiling in whole milliseconds, at most ZeroMQ's int.
+      int timeout_ms = static_cast<int>(std::min<int64_t>(left.count() + 1, INT32_MAX));
+      if (timeout_ms != timeout_set) {
+        zmq_setsockopt(socket, ZMQ_RCVTIMEO, &timeout_ms, sizeof(timeout_ms));
+        timeout_set = timeout_ms;
+      }
+    }
+    if (ReceiveOne(Channel::kData) == Received::kDone) {
+      ended = true;
+      break;
+    }
+  }
+  if (timeout_set != -1) {
+    int forever = -1;
+    zmq_setsockopt(socket, ZMQ_RCVTIMEO, &forever, sizeof(forever));
+  }
+  // Park the ROUTER only if nothing is queued: asking ZMQ_EVENTS arms its descriptor
+  // for the next input, which the receive thread watches. Queued input goes to the
+  // receive thread now (the waiter's caller has its answer).
+  bool park = false;
+  if (!ended) {
+    int events = 0;
+    size_t size = sizeof(events);
+    park = zmq_getsockopt(socket, ZMQ_EVENTS, &events, &size) == 0 && !(events & ZMQ_POLLIN);
+  }
+  t_waiting_receiver = nullptr;
+  const uint64_t delivered = t_delivered_in_wait;
+  {
+    std::lock_guard<std::mutex> role_lock(role_mu_);
+    role_holder_ = park ? DataReceiver::kParked : DataReceiver::kNobody;
+    // Parking after a short spell needs no word: the receive thread looks within
+    // kParkCheck. After a long one it sleeps until told; handing back always tells it.
+    if (!park || Clock::now() - receiving_since_ >= kLongWait) SignalReceiveThreadLocked();
+  }
+  return delivered;
+}
+
+void ZmqVan::WakeReceivingWaiter() {
+  // The waiter's own dispatch: it looks at done() after every message anyway.
+  if (t_waiting_receiver == this) return;
+  std::lock_guard<std::mutex> lock(role_mu_);
+  if (role_holder_ == DataReceiver::kWaiter) {
+    NudgeLocked();
+  } else if (waiter_wants_role_) {
+    waiter_cv_.notify_all();
+  }
+}
+
+void ZmqVan::WakeRoleThreadsForStop() {
+  std::lock_guard<std::mutex> lock(role_mu_);  // they see stopped_ (set before) under it
+  SignalReceiveThreadLocked();
+  waiter_cv_.notify_all();
+}
+
+void ZmqVan::ReleaseWaiters() {
+  std::unique_lock<std::mutex> lock(role_mu_);
+  waiter_cv_.notify_all();
+  // A receiving waiter reads Stop's wake-up, or finds its answer, and lets go.
+  while (role_holder_ == DataReceiver::kWaiter) role_freed_cv_.wait_for(lock, kParkCheck);
+  if (nudge_socket_) zmq_close(nudge_socket_);
+  nudge_socket_ = nullptr;
+  if (role_event_fd_ >= 0) close(role_event_fd_);
+  role_event_fd_ = -1;
+}
+
+}  // namespace ps
