@@ -1,7 +1,8 @@
 // Postoffice: the receive path, on the thread that receives the channel (the van's
-// receive thread, or for the data channel a thread receiving in Wait; one at a time). Every message is checked
-// against the connection it came on before anything else looks at it; control
-// messages go to the control loop, data messages to their customer.
+// receive thread, or for the data channel a thread receiving in Wait; one at a time).
+// Every message is checked against the connection it came on before anything else
+// looks at it; control messages go to the control loop, data messages to their
+// customer.
 #include <glog/logging.h>
 
 #include <chrono>
