@@ -475,10 +475,8 @@ ZmqVan::Received ZmqVan::ReceiveOne(Channel channel, Wait wait) {
     release_all();
     return Received::kDone;
   }
-  if (channel == Channel::kData && frames.size() == 2 &&
-      IsNudge(std::string(static_cast<const char*>(zmq_msg_data(frames[0])),
-                          zmq_msg_size(frames[0])),
-              frames.size(), zmq_msg_size(frames[1]))) {
+  if (channel == Channel::kData && frames.size() == 2 && zmq_msg_size(frames[1]) == 0 &&
+      IsNudge(static_cast<const char*>(zmq_msg_data(frames[0])), zmq_msg_size(frames[0]))) {
     release_all();
     return Received::kNudge;
   }

@@ -146,8 +146,8 @@ class ZmqVan : public Van {
   // For Stop, after the receive threads ended: wakes a waiter that holds or wants the
   // ROUTER, waits until it has let go, and closes the nudge socket and event descriptor.
   void ReleaseWaiters();
-  // Whether `identity` and `meta_bytes` are those of a nudge.
-  bool IsNudge(const std::string& identity, size_t frames, size_t meta_bytes) const;
+  // Whether a message from `identity` with an empty meta frame is a nudge.
+  bool IsNudge(const char* identity, size_t size) const;
   Status Bind(Receiver* receiver, int port);
   // A DEALER connected to `endpoint` (with this node's identity if `with_identity`),
   // or nullptr.

@@ -98,9 +98,9 @@ bool ZmqVan::StartReceiveInWait() {
   return true;
 }
 
-bool ZmqVan::IsNudge(const std::string& identity, size_t frames, size_t meta_bytes) const {
-  return frames == 2 && meta_bytes == 0 && !nudge_identity_.empty() &&
-         identity == nudge_identity_;
+bool ZmqVan::IsNudge(const char* identity, size_t size) const {
+  return !nudge_identity_.empty() && size == nudge_identity_.size() &&
+         std::memcmp(identity, nudge_identity_.data(), size) == 0;
 }
 
 void ZmqVan::NudgeLocked() {
