@@ -179,28 +179,19 @@ void ZmqVan::DataReceiveLoop() {
       if (!WaitForDataRole(lock, &from_parked)) return;
       role_holder_ = DataReceiver::kReceiveThread;
     }
-    bool keep_receiving = true;
+    // Taken from a parked ROUTER, the first look does not block: the input the watch
+    // saw may have gone to a waiter meanwhile, and if nothing is there the ROUTER is
+    // parked again (the empty look re-arms its descriptor).
+    Wait wait = from_parked ? Wait::kNoWait : Wait::kBlock;
     bool ended = false;
-    if (from_parked) {
-      // The input the watch saw may have gone to a waiter meanwhile: look without
-      // blocking, and park the ROUTER again if nothing is there (which re-arms its
-      // descriptor).
-      Received r = ReceiveOne(Channel::kData, Wait::kNoWait);
-      if (r == Received::kTimedOut) {
-        std::lock_guard<std::mutex> lock(role_mu_);
-        role_holder_ = DataReceiver::kParked;
-        waiter_cv_.notify_all();
-        continue;
+    bool park_again = false;
+    for (bool keep_receiving = true; keep_receiving;) {
+      Received r = ReceiveOne(Channel::kData, wait);
+      wait = Wait::kBlock;
+      if (r == Received::kTimedOut) {  // only the first, non-blocking look
+        park_again = true;
+        break;
       }
-      ended = r == Received::kDone;
-      keep_receiving = !ended;
-      if (r == Received::kNudge) {
-        std::lock_guard<std::mutex> lock(role_mu_);
-        keep_receiving = !waiter_wants_role_;
-      }
-    }
-    while (keep_receiving) {
-      Received r = ReceiveOne(Channel::kData);
       if (r == Received::kDone) {
         ended = true;
         break;
@@ -212,9 +203,9 @@ void ZmqVan::DataReceiveLoop() {
     }
     {
       std::lock_guard<std::mutex> lock(role_mu_);
-      role_holder_ = DataReceiver::kNobody;
+      role_holder_ = park_again ? DataReceiver::kParked : DataReceiver::kNobody;
       waiter_cv_.notify_all();
-      role_freed_cv_.notify_all();
+      if (!park_again) role_freed_cv_.notify_all();
     }
     if (ended) return;
   }
@@ -265,10 +256,7 @@ uint64_t ZmqVan::ReceiveWhileWaiting(const std::function<bool()>& done,
   bool ended = false;    // the socket failed or the van stops
   int timeout_set = -1;  // the socket's ZMQ_RCVTIMEO as this thread set it
   for (;;) {
-    {
-      std::lock_guard<std::mutex> role_lock(role_mu_);
-      if (done()) break;
-    }
+    if (done()) break;
     if (deadline != Clock::time_point::max()) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       if (left.count() <= 0) break;

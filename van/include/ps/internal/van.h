@@ -173,8 +173,8 @@ class Van {
   // the caller then waits as usual. Either way the caller looks at its condition again
   // afterwards: returning does not mean done() holds.
   //
-  // `done` is called with a lock of the van held: it must be quick and must not call
-  // into the van. Whoever makes done() true from another thread calls
+  // `done` may be called with a lock of the van held: it must be quick and must not
+  // call into the van. Whoever makes done() true from another thread calls
   // WakeReceivingWaiter afterwards. Returns the number of messages this thread
   // received. Thread-safe.
   virtual uint64_t ReceiveWhileWaiting(const std::function<bool()>& done,
