@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 #include <tbb/concurrent_queue.h>
 
+#include <algorithm>
 #include <future>
 #include <random>
 #include <thread>
@@ -207,7 +208,7 @@ void Customer::FinishRequest(int timestamp, const Status& status) {
     // A finish nobody waits for yet (a window of requests, a callback) needs no
     // notify: waiters look at in_flight_ under this lock before they sleep.
     wake = sleepers_ > 0;
-    wake_receiver = id == receiving_id_;
+    wake_receiver = std::find(van_waiters_.begin(), van_waiters_.end(), id) != van_waiters_.end();
     if (!status.ok()) {
       failures_[id] = status;
       failure_order_.push_back(id);
@@ -242,28 +243,30 @@ Status Customer::WaitRequest(int timestamp, std::chrono::milliseconds timeout) {
   const Clock::time_point deadline = forever ? Clock::time_point::max() : Clock::now() + timeout;
   // The answers of a data request, delivered where they are received, can be received
   // by this thread itself while it waits: the answer then wakes it directly
-  // (Van::ReceiveWhileWaiting). One thread of this customer at a time does so; the
-  // others sleep as below.
+  // (Van::ReceiveWhileWaiting). Several threads may wait so at once; the van lets one
+  // receive at a time and hands the channel on.
   auto request = in_flight_.find(id);
   if (request != in_flight_.end() && request->second.receive_in_wait &&
-      options_.delivery == Delivery::kReceiveThread && receiving_id_ == 0) {
+      options_.delivery == Delivery::kReceiveThread) {
     if (Van* van = Postoffice::Get()->running_van()) {
-      receiving_id_ = id;
+      van_waiters_.push_back(id);
       lock.unlock();
-      try {
-        van->ReceiveWhileWaiting(
-            [this, id] {
-              std::lock_guard<std::mutex> done_lock(mu_);
-              return in_flight_.count(id) == 0;
-            },
-            deadline);
-      } catch (...) {
-        lock.lock();
-        receiving_id_ = 0;
-        throw;
-      }
-      lock.lock();
-      receiving_id_ = 0;
+      struct Unregister {
+        Customer* customer;
+        uint64_t id;
+        std::unique_lock<std::mutex>& lock;
+        ~Unregister() {
+          lock.lock();
+          auto& waiters = customer->van_waiters_;
+          waiters.erase(std::find(waiters.begin(), waiters.end(), id));
+        }
+      } unregister{this, id, lock};
+      van->ReceiveWhileWaiting(
+          [this, id] {
+            std::lock_guard<std::mutex> done_lock(mu_);
+            return in_flight_.count(id) == 0;
+          },
+          deadline);
     }
   }
   bool finished = true;

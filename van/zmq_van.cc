@@ -439,8 +439,21 @@ void ZmqVan::LogDropped(const std::string& reason) {
 }
 
 void ZmqVan::ReceiveLoop(Channel channel) {
-  while (ReceiveOne(channel) != Received::kDone) {
+  while (ReceiveOneGuarded(channel, Wait::kBlock) != Received::kDone) {
   }
+}
+
+ZmqVan::Received ZmqVan::ReceiveOneGuarded(Channel channel, Wait wait) {
+  try {
+    return ReceiveOne(channel, wait);
+  } catch (const std::exception& e) {
+    // Out of memory while taking a message apart: that message is lost, the node goes
+    // on (and a waiter holding the data ROUTER hands it on as usual).
+    LOG(ERROR) << "receiving a message failed, the message is lost: " << e.what();
+  } catch (...) {
+    LOG(ERROR) << "receiving a message failed, the message is lost";
+  }
+  return Received::kMessage;
 }
 
 ZmqVan::Received ZmqVan::ReceiveOne(Channel channel, Wait wait) {

@@ -8,7 +8,7 @@
 // With a CURVE key (VanOptions::curve_secret_key) a CurveGate secures every socket.
 // With VanOptions::shm, large data frames to peers on this host go through shared
 // memory (shm_link.h sends, shm_receiver.h receives; docs/architecture.md).
-// A thread waiting for an answer may take the data ROUTER over from its receive thread
+// Threads waiting for answers may take the data ROUTER over from its receive thread
 // (ReceiveWhileWaiting, zmq_van_wait.cc): exactly one thread holds it at a time.
 #ifndef HERDPS_VAN_ZMQ_VAN_H_
 #define HERDPS_VAN_ZMQ_VAN_H_
@@ -129,6 +129,17 @@ class ZmqVan : public Van {
   // take the ROUTER (*from_parked: because input came for a parked one); false when the
   // van stops.
   bool WaitForDataRole(std::unique_lock<std::mutex>& lock, bool* from_parked);
+  // ReceiveOne for the receive loops and the data ROUTER's holders: an exception (out
+  // of memory while taking a message apart) costs that message, never the thread or
+  // the data ROUTER's role.
+  Received ReceiveOneGuarded(Channel channel, Wait wait);
+  // For ReceiveWhileWaiting, under `lock` (of role_mu_): waits until this thread holds
+  // the ROUTER (true), or until done(), the deadline or Stop (false).
+  bool TakeDataRole(std::unique_lock<std::mutex>& lock, const std::function<bool()>& done,
+                    std::chrono::steady_clock::time_point deadline);
+  // For a waiter whose spell ends (`ended`: the van stops): hands the ROUTER to the
+  // next waiter, or parks it, or gives it back to the receive thread.
+  void ReleaseDataRole(bool ended);
   // For Start, with receive_in_wait: reads the data ROUTER's ZMQ_FD, makes the event
   // descriptor and the nudge socket. False if any of it fails (waiters then sleep).
   bool StartReceiveInWait();
@@ -191,7 +202,8 @@ class ZmqVan : public Van {
   // The data ROUTER's receive role (zmq_van_wait.cc).
   std::mutex role_mu_;  // guards the role's state below and the nudge socket
   DataReceiver role_holder_ = DataReceiver::kNobody;
-  bool waiter_wants_role_ = false;  // a waiter asked the receive thread for the ROUTER
+  int role_wanted_ = 0;  // threads in ReceiveWhileWaiting waiting to take the ROUTER
+  bool nudge_pending_ = false;  // a nudge asks the receive thread to let go
   std::chrono::steady_clock::time_point receiving_since_;  // when the waiter took it
   std::chrono::milliseconds park_check_{1};  // the receive thread's interval (wait.cc)
   void* nudge_socket_ = nullptr;    // DEALER to the data ROUTER's inproc endpoint

@@ -3,34 +3,24 @@
 // ZeroMQ sockets are not thread-safe, so one thread at a time receives on the data
 // ROUTER, and the role passes between threads under role_mu_ (which also orders what
 // the holders touch: the socket, the shared-memory receiver). Normally the receive
-// thread holds it. A thread that waits for an answer (Customer::WaitRequest) takes it:
-// the answer then wakes that thread straight from ZeroMQ's I/O thread, instead of
-// waking the receive thread, which would then wake the waiter.
+// thread holds it. Threads waiting for answers (Customer::WaitRequest) take it, one at a
+// time: the answer then wakes the waiter straight from ZeroMQ's I/O thread instead of
+// through the receive thread. The others wait for the role (role_wanted_ counts them)
+// or for their answer, which the holder dispatches; a holder that is done hands the
+// role to them, never to the receive thread while one wants it.
 //
-// Handing the ROUTER over costs thread wake-ups of its own, so a waiter that is done
-// does not hand it back when nothing more is queued (ZMQ_EVENTS): it leaves the ROUTER
-// parked, and the next wait, by any thread, takes it at once. Asking ZMQ_EVENTS also
-// arms the socket's file descriptor (ZMQ_FD): it becomes readable when the next input
-// arrives. The receive thread watches that descriptor with a plain poll while the
-// ROUTER is parked, without touching the socket, and takes the ROUTER back when input
-// comes that no waiter is there to receive (it looks without blocking first: the
-// input may already have gone to a waiter, and then it parks the ROUTER again). A
-// waiter that finds more queued hands the ROUTER back at once instead.
+// With nobody wanting it, a holder that is done leaves the ROUTER parked when nothing is
+// queued (ZMQ_EVENTS; asking it also arms the socket's ZMQ_FD for the next input), else
+// hands it to the receive thread. The receive thread watches a parked ROUTER's
+// descriptor with a plain poll and takes it back when input comes that no waiter takes.
+// A waiter parks without a word, so while one receives the receive thread looks now and
+// then whether it has parked (kParkCheck, backing off to kMaxParkCheck). Other changes
+// it must see write role_event_fd_, which it polls, and notify role_freed_cv_.
 //
-// While a waiter receives, the receive thread looks now and then whether it has parked
-// (a waiter parks without a word, which costs it nothing): every kParkCheck, backing
-// off to kMaxParkCheck while waits keep the ROUTER busy. So an answer that comes while
-// no thread waits (a callback's) is received within kMaxParkCheck at most, usually
-// within kParkCheck. Every
-// other change the receive thread must see (a waiter hands back, Stop) writes to
-// role_event_fd_, which it polls beside the socket's descriptor, and notifies
-// role_freed_cv_, on which it waits otherwise.
-//
-// Taking the ROUTER from the receive thread: the waiter sends a nudge, an empty
-// message from this van's own inproc DEALER (nudge_identity_, random per van), which
-// wakes the receive thread in zmq_msg_recv; it lets go, and the waiter takes over.
-// Stale nudges (the waiter was done before the receive thread saw it) are read and
-// ignored.
+// Taking the ROUTER from the receive thread: the waiter sends a nudge, an empty message
+// from this van's own inproc DEALER (nudge_identity_, random per van), which wakes the
+// receive thread in zmq_msg_recv; it lets go, and a waiter takes over. Stale nudges are
+// read and ignored.
 #include <glog/logging.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -128,7 +118,13 @@ bool ZmqVan::WaitForDataRole(std::unique_lock<std::mutex>& lock, bool* from_park
   *from_parked = false;
   for (;;) {
     if (stopped_) return false;
-    if (role_holder_ == DataReceiver::kNobody && !waiter_wants_role_) return true;
+    if (role_wanted_ > 0 && role_holder_ != DataReceiver::kWaiter) {
+      // A waiter takes the ROUTER next (the last one to give up tells this thread);
+      // then this thread looks after it as below.
+      role_freed_cv_.wait_for(lock, kParkCheck);
+      continue;
+    }
+    if (role_holder_ == DataReceiver::kNobody) return true;
     if (role_holder_ == DataReceiver::kParked) {
       // Watch the parked ROUTER for input, without touching the socket, and our own
       // event descriptor for anything else. Stop's wake-up is input too.
@@ -150,14 +146,14 @@ bool ZmqVan::WaitForDataRole(std::unique_lock<std::mutex>& lock, bool* from_park
                      << "); the receive thread takes it back";
         input = true;
       }
-      if (input && role_holder_ == DataReceiver::kParked && !stopped_) {
+      if (input && role_holder_ == DataReceiver::kParked && role_wanted_ == 0 && !stopped_) {
         *from_parked = true;
         return true;
       }
       continue;
     }
-    // A waiter receives, or wants to: it may park the ROUTER without a word, unless it
-    // has received for kLongWait.
+    // A waiter receives: it may park the ROUTER without a word, unless it has received
+    // for kLongWait.
     if (role_holder_ == DataReceiver::kWaiter &&
         std::chrono::steady_clock::now() - receiving_since_ >= kLongWait) {
       role_freed_cv_.wait(lock);
@@ -178,6 +174,7 @@ void ZmqVan::DataReceiveLoop() {
       std::unique_lock<std::mutex> lock(role_mu_);
       if (!WaitForDataRole(lock, &from_parked)) return;
       role_holder_ = DataReceiver::kReceiveThread;
+      nudge_pending_ = false;  // a waiter that wants the ROUTER now nudges again
     }
     // Taken from a parked ROUTER, the first look does not block: the input the watch
     // saw may have gone to a waiter meanwhile, and if nothing is there the ROUTER is
@@ -186,7 +183,7 @@ void ZmqVan::DataReceiveLoop() {
     bool ended = false;
     bool park_again = false;
     for (bool keep_receiving = true; keep_receiving;) {
-      Received r = ReceiveOne(Channel::kData, wait);
+      Received r = ReceiveOneGuarded(Channel::kData, wait);
       wait = Wait::kBlock;
       if (r == Received::kTimedOut) {  // only the first, non-blocking look
         park_again = true;
@@ -198,16 +195,76 @@ void ZmqVan::DataReceiveLoop() {
       }
       if (r == Received::kNudge) {
         std::lock_guard<std::mutex> lock(role_mu_);
-        keep_receiving = !waiter_wants_role_;
+        nudge_pending_ = false;
+        keep_receiving = role_wanted_ == 0;
       }
     }
     {
       std::lock_guard<std::mutex> lock(role_mu_);
-      role_holder_ = park_again ? DataReceiver::kParked : DataReceiver::kNobody;
+      role_holder_ = park_again && role_wanted_ == 0 ? DataReceiver::kParked
+                                                     : DataReceiver::kNobody;
       waiter_cv_.notify_all();
-      if (!park_again) role_freed_cv_.notify_all();
     }
     if (ended) return;
+  }
+}
+
+bool ZmqVan::TakeDataRole(std::unique_lock<std::mutex>& lock, const std::function<bool()>& done,
+                          std::chrono::steady_clock::time_point deadline) {
+  ++role_wanted_;
+  struct Unwant {
+    ZmqVan* van;
+    ~Unwant() {
+      // The last waiter to give up leaves a free or parked ROUTER to the receive thread.
+      if (--van->role_wanted_ == 0 && van->role_holder_ != DataReceiver::kWaiter &&
+          van->role_holder_ != DataReceiver::kReceiveThread) {
+        van->SignalReceiveThreadLocked();
+      }
+    }
+  } unwant{this};
+  for (;;) {
+    if (stopped_ || done() || std::chrono::steady_clock::now() >= deadline) return false;
+    if (role_holder_ == DataReceiver::kNobody || role_holder_ == DataReceiver::kParked) {
+      role_holder_ = DataReceiver::kWaiter;
+      receiving_since_ = std::chrono::steady_clock::now();
+      return true;
+    }
+    if (role_holder_ == DataReceiver::kReceiveThread && !nudge_pending_) {
+      NudgeLocked();
+      nudge_pending_ = true;
+    }
+    if (deadline == std::chrono::steady_clock::time_point::max()) {
+      waiter_cv_.wait(lock);
+    } else {
+      waiter_cv_.wait_until(lock, deadline);
+    }
+  }
+}
+
+void ZmqVan::ReleaseDataRole(bool ended) {
+  void* socket = receivers_[0].socket;
+  // Park the ROUTER only if nothing is queued: asking ZMQ_EVENTS arms its descriptor
+  // for the next input, which the receive thread watches. Queued input goes to the
+  // receive thread now (the waiter's caller has its answer).
+  bool park = false;
+  if (!ended) {
+    int events = 0;
+    size_t size = sizeof(events);
+    park = zmq_getsockopt(socket, ZMQ_EVENTS, &events, &size) == 0 && !(events & ZMQ_POLLIN);
+  }
+  std::lock_guard<std::mutex> role_lock(role_mu_);
+  if (role_wanted_ > 0 && !ended) {
+    // Another waiter receives next, queued input and all.
+    role_holder_ = DataReceiver::kNobody;
+    waiter_cv_.notify_all();
+    return;
+  }
+  role_holder_ = park ? DataReceiver::kParked : DataReceiver::kNobody;
+  waiter_cv_.notify_all();
+  // Parking after a short spell needs no word: the receive thread looks within
+  // kParkCheck. After a long one it sleeps until told; handing back always tells it.
+  if (!park || std::chrono::steady_clock::now() - receiving_since_ >= kLongWait) {
+    SignalReceiveThreadLocked();
   }
 }
 
@@ -221,40 +278,30 @@ uint64_t ZmqVan::ReceiveWhileWaiting(const std::function<bool()>& done,
   if (deadline <= Clock::now()) return 0;
   {
     std::unique_lock<std::mutex> lock(role_mu_);
-    if (!started_ || stopped_ || !nudge_socket_ || waiter_wants_role_ ||
-        role_holder_ == DataReceiver::kWaiter) {
-      return 0;
-    }
-    if (role_holder_ == DataReceiver::kReceiveThread) {
-      waiter_wants_role_ = true;
-      NudgeLocked();
-      auto may_go_on = [&] {
-        return stopped_.load() || role_holder_ != DataReceiver::kReceiveThread || done();
-      };
-      if (deadline == Clock::time_point::max()) {
-        waiter_cv_.wait(lock, may_go_on);
-      } else {
-        waiter_cv_.wait_until(lock, deadline, may_go_on);
-      }
-      waiter_wants_role_ = false;
-      const bool free = role_holder_ == DataReceiver::kNobody ||
-                        role_holder_ == DataReceiver::kParked;
-      if (stopped_ || !free || done() || Clock::now() >= deadline) {
-        // The answer came through the receive thread meanwhile (or time is up): the
-        // receive thread takes the ROUTER back if it had already let go.
-        if (role_holder_ == DataReceiver::kNobody) role_freed_cv_.notify_all();
-        return 0;
-      }
-    }
-    role_holder_ = DataReceiver::kWaiter;
-    receiving_since_ = Clock::now();
+    if (!started_ || stopped_ || !nudge_socket_) return 0;
+    if (!TakeDataRole(lock, done, deadline)) return 0;
   }
   t_waiting_receiver = this;
   t_delivered_in_wait = 0;
-
   void* socket = receivers_[0].socket;
-  bool ended = false;    // the socket failed or the van stops
   int timeout_set = -1;  // the socket's ZMQ_RCVTIMEO as this thread set it
+  bool ended = false;    // the socket failed or the van stops
+  // Whatever ends this thread's spell (done() or the deadline, the van stopping, an
+  // exception), the ROUTER goes to the next waiter or back to the receive thread.
+  struct Release {
+    ZmqVan* van;
+    void* socket;
+    const int& timeout_set;
+    const bool& ended;
+    ~Release() {
+      if (timeout_set != -1) {
+        int forever = -1;
+        zmq_setsockopt(socket, ZMQ_RCVTIMEO, &forever, sizeof(forever));
+      }
+      t_waiting_receiver = nullptr;
+      van->ReleaseDataRole(ended);
+    }
+  } release{this, socket, timeout_set, ended};
   for (;;) {
     if (done()) break;
     if (deadline != Clock::time_point::max()) {
@@ -267,45 +314,20 @@ uint64_t ZmqVan::ReceiveWhileWaiting(const std::function<bool()>& done,
         timeout_set = timeout_ms;
       }
     }
-    if (ReceiveOne(Channel::kData) == Received::kDone) {
+    if (ReceiveOneGuarded(Channel::kData, Wait::kBlock) == Received::kDone) {
       ended = true;
       break;
     }
   }
-  if (timeout_set != -1) {
-    int forever = -1;
-    zmq_setsockopt(socket, ZMQ_RCVTIMEO, &forever, sizeof(forever));
-  }
-  // Park the ROUTER only if nothing is queued: asking ZMQ_EVENTS arms its descriptor
-  // for the next input, which the receive thread watches. Queued input goes to the
-  // receive thread now (the waiter's caller has its answer).
-  bool park = false;
-  if (!ended) {
-    int events = 0;
-    size_t size = sizeof(events);
-    park = zmq_getsockopt(socket, ZMQ_EVENTS, &events, &size) == 0 && !(events & ZMQ_POLLIN);
-  }
-  t_waiting_receiver = nullptr;
-  const uint64_t delivered = t_delivered_in_wait;
-  {
-    std::lock_guard<std::mutex> role_lock(role_mu_);
-    role_holder_ = park ? DataReceiver::kParked : DataReceiver::kNobody;
-    // Parking after a short spell needs no word: the receive thread looks within
-    // kParkCheck. After a long one it sleeps until told; handing back always tells it.
-    if (!park || Clock::now() - receiving_since_ >= kLongWait) SignalReceiveThreadLocked();
-  }
-  return delivered;
+  return t_delivered_in_wait;
 }
 
 void ZmqVan::WakeReceivingWaiter() {
-  // The waiter's own dispatch: it looks at done() after every message anyway.
-  if (t_waiting_receiver == this) return;
   std::lock_guard<std::mutex> lock(role_mu_);
-  if (role_holder_ == DataReceiver::kWaiter) {
-    NudgeLocked();
-  } else if (waiter_wants_role_) {
-    waiter_cv_.notify_all();
-  }
+  // Threads waiting for the ROUTER look at done() again; a waiter that holds it looks
+  // after every message it dispatches, so only another thread's call nudges it.
+  waiter_cv_.notify_all();
+  if (role_holder_ == DataReceiver::kWaiter && t_waiting_receiver != this) NudgeLocked();
 }
 
 void ZmqVan::WakeRoleThreadsForStop() {
@@ -317,8 +339,12 @@ void ZmqVan::WakeRoleThreadsForStop() {
 void ZmqVan::ReleaseWaiters() {
   std::unique_lock<std::mutex> lock(role_mu_);
   waiter_cv_.notify_all();
-  // A receiving waiter reads Stop's wake-up, or finds its answer, and lets go.
-  while (role_holder_ == DataReceiver::kWaiter) role_freed_cv_.wait_for(lock, kParkCheck);
+  // A receiving waiter reads Stop's wake-up, or finds its answer, and lets go; waiters
+  // waiting for the ROUTER see stopped_.
+  while (role_holder_ == DataReceiver::kWaiter || role_wanted_ > 0) {
+    waiter_cv_.notify_all();
+    role_freed_cv_.wait_for(lock, kParkCheck);
+  }
   if (nudge_socket_) zmq_close(nudge_socket_);
   nudge_socket_ = nullptr;
   if (role_event_fd_ >= 0) close(role_event_fd_);

@@ -1,6 +1,6 @@
 # A waiting worker thread receiving the data channel itself (PS_RECEIVE_IN_WAIT,
 # Van::ReceiveWhileWaiting) in real jobs: waited requests, callbacks nobody waits for,
-# two threads waiting at once and callbacks interleaved with waits are all exact, with
+# four threads of one worker waiting at once and callbacks interleaved with waits are all exact, with
 # it on (answers are received by waiting threads) and off (none are); also over ipc and
 # with resend and injected drops.
 herdps_node_test_app(wait_receive_app wait_receive_app.cc)

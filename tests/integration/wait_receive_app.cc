@@ -1,8 +1,8 @@
 // Integration: a worker thread that waits receives the data channel itself
 // (PS_RECEIVE_IN_WAIT, Van::ReceiveWhileWaiting), and every way of using the KV API
 // stays exact around it: push/pull with a wait each; pushes whose callbacks nobody waits
-// for (their answers reach the receive thread while the socket is parked); two threads
-// of one worker waiting at once; pushes with callbacks interleaved with waited pulls.
+// for (their answers reach the receive thread while the socket is parked); four
+// threads of one worker, each waiting for its own requests at once; pushes with callbacks interleaved with waited pulls.
 // Each worker has its own keys; the servers add (KVServerDefaultHandle), so every
 // value is a count of pushes. --expect_in_wait says whether the worker's van must show
 // answers received by waiting threads (1) or none (0).
@@ -80,21 +80,25 @@ int RunWorker() {
   EXPECT(called == n, "%d of %d callbacks ran", called, n);
   EXPECT(PullOne(kv, key[1]) == n, "key 1 holds %g", PullOne(kv, key[1]));
 
-  // 3. Two threads of this worker waiting at once.
+  // 3. Four threads of this worker, each waiting for its own pushes and pulls at once
+  //    (the hand-over of the socket between waiting threads).
+  const int kThreads = 4;
+  std::vector<ps::Key> thread_key;
+  for (int t = 0; t < kThreads; ++t) {
+    thread_key.push_back((static_cast<ps::Key>(rank) << 40) + (t + 1) * 104729 + 3);
+  }
   std::vector<std::thread> threads;
-  for (int t = 0; t < 2; ++t) {
+  for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      for (int i = 0; i < n; ++i) {
-        ps::Status s = kv.Wait(kv.Push({key[2 + t]}, {1.0}));
+      for (int i = 1; i <= n; ++i) {
+        ps::Status s = kv.Wait(kv.Push({thread_key[t]}, {1.0}));
         EXPECT(s.ok(), "thread %d push %d: %s", t, i, s.ToString().c_str());
+        double v = PullOne(kv, thread_key[t]);
+        EXPECT(v == i, "thread %d round %d: pulled %g", t, i, v);
       }
     });
   }
   for (auto& th : threads) th.join();
-  for (int t = 0; t < 2; ++t) {
-    double v = PullOne(kv, key[2 + t]);
-    EXPECT(v == n, "thread %d's key holds %g", t, v);
-  }
 
   // 4. A push with a callback, then a waited pull that must see it (per-key FIFO).
   CallbackCount interleaved;

@@ -156,9 +156,10 @@ class Customer {
   std::mutex mu_;  // guards everything below
   std::condition_variable finished_cv_;
   int sleepers_ = 0;  // threads blocked on finished_cv_: only they need a notify
-  // The request a thread of this customer waits for while receiving itself
-  // (Van::ReceiveWhileWaiting), or 0: its finish must wake that thread through the van.
-  uint64_t receiving_id_ = 0;
+  // The requests that threads of this customer wait for in the van
+  // (Van::ReceiveWhileWaiting): their finish must wake those threads through the van.
+  // One entry per such thread; a handful at most, so a vector.
+  std::vector<uint64_t> van_waiters_;
   AbortHandle abort_handle_;
   uint64_t next_id_ = 1;
   std::map<uint64_t, InFlight> in_flight_;  // by id: id order is deadline order

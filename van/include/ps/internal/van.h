@@ -167,23 +167,28 @@ class Van {
   // message, to whoever it is for, in arrival order, on this thread) until `done()`
   // holds, `deadline` passes or the van stops, then hands the channel back.
   //
-  // Returns at once, having received nothing, when another thread already receives
-  // this way, when the calling thread is dispatching a message itself (a handle that
-  // waits), when the van is not running, or when VanOptions::receive_in_wait is off;
-  // the caller then waits as usual. Either way the caller looks at its condition again
-  // afterwards: returning does not mean done() holds.
+  // Any number of threads may wait this way at once: one receives, the others wait
+  // for the channel (or for done(), when the receiving thread dispatches their answer),
+  // and a receiving thread that is done hands the channel to the next of them.
   //
-  // `done` may be called with a lock of the van held: it must be quick and must not
-  // call into the van. Whoever makes done() true from another thread calls
-  // WakeReceivingWaiter afterwards. Returns the number of messages this thread
-  // received. Thread-safe.
+  // Returns at once, having received nothing, when the calling thread is dispatching a
+  // message itself (a handle that waits), when the van is not running, or when
+  // VanOptions::receive_in_wait is off; the caller then waits as usual. Either way the
+  // caller looks at its condition again afterwards: returning does not mean done()
+  // holds. If done() throws, the channel is handed on and the exception propagates.
+  //
+  // `done` is called with a lock of the van held: it must be quick and must not call
+  // into the van. Whoever makes done() true calls WakeReceivingWaiter afterwards (on
+  // any thread, the receiving one included). Returns the number of messages this
+  // thread received. Thread-safe.
   virtual uint64_t ReceiveWhileWaiting(const std::function<bool()>& done,
                                        std::chrono::steady_clock::time_point deadline) {
     (void)done, (void)deadline;
     return 0;
   }
-  // Makes a thread in ReceiveWhileWaiting look at its done() again. Costs nothing when
-  // called on that thread itself (while it dispatches). Thread-safe.
+  // Makes the threads in ReceiveWhileWaiting look at their done() again. Called on the
+  // receiving thread itself (while it dispatches), it only wakes the threads waiting for
+  // the channel. Thread-safe.
   virtual void WakeReceivingWaiter() {}
 
   // The van for options.transport ("tcp" and "ipc" are both served by ZeroMQ).
