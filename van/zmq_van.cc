@@ -184,14 +184,13 @@ Status ZmqVan::Start(const VanOptions& options, Handler handler) {
                  "key are admitted (public key "
               << gate_->fingerprint() << "...)";
   }
-  if (options_.receive_in_wait) {
-    // Without it waiters simply sleep until the receive thread has their answer.
-    if (!StartReceiveInWait()) {
-      LOG(WARNING) << "threads waiting for answers will sleep instead of receiving "
-                      "themselves (PS_RECEIVE_IN_WAIT): "
-                   << ZmqError() << " / " << std::strerror(errno);
-    }
+  // The nudge socket and event descriptor serve every wait; without them waiters sleep.
+  if (!StartReceiveInWait()) {
+    LOG(WARNING) << "threads waiting for answers will sleep instead of receiving "
+                    "themselves (PS_RECEIVE_IN_WAIT): "
+                 << ZmqError() << " / " << std::strerror(errno);
   }
+  receive_in_wait_ = options_.receive_in_wait;
   started_ = true;
   receivers_[0].thread = std::thread([this] { DataReceiveLoop(); });
   receivers_[1].thread = std::thread([this] { ReceiveLoop(Channel::kControl); });

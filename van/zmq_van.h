@@ -49,6 +49,7 @@ class ZmqVan : public Van {
   VanStats stats() const override;
   uint64_t ReleaseIdleMemory() override;
   void SetShm(bool on) override { shm_on_ = on && options_.shm; }
+  void SetReceiveInWait(bool on) override { receive_in_wait_ = on; }
   uint64_t ReceiveWhileWaiting(const std::function<bool()>& done,
                                std::chrono::steady_clock::time_point deadline) override;
   void WakeReceivingWaiter() override;
@@ -137,11 +138,11 @@ class ZmqVan : public Van {
   // the ROUTER (true), or until done(), the deadline or Stop (false).
   bool TakeDataRole(std::unique_lock<std::mutex>& lock, const std::function<bool()>& done,
                     std::chrono::steady_clock::time_point deadline);
-  // For a waiter whose spell ends (`ended`: the van stops): hands the ROUTER to the
-  // next waiter, or parks it, or gives it back to the receive thread.
+  // For a waiter whose spell ends (`ended`: the van stops): parks the ROUTER, or gives
+  // it back to the receive thread (at once when other threads wait).
   void ReleaseDataRole(bool ended);
-  // For Start, with receive_in_wait: reads the data ROUTER's ZMQ_FD, makes the event
-  // descriptor and the nudge socket. False if any of it fails (waiters then sleep).
+  // For Start: reads the data ROUTER's ZMQ_FD, makes the event descriptor and the
+  // nudge socket. False if any of it fails (waiters then sleep).
   bool StartReceiveInWait();
   // Wakes the receive thread wherever it waits for the role (its condition variable,
   // or its poll of a parked ROUTER). Under role_mu_.
@@ -202,7 +203,8 @@ class ZmqVan : public Van {
   // The data ROUTER's receive role (zmq_van_wait.cc).
   std::mutex role_mu_;  // guards the role's state below and the nudge socket
   DataReceiver role_holder_ = DataReceiver::kNobody;
-  int role_wanted_ = 0;  // threads in ReceiveWhileWaiting waiting to take the ROUTER
+  int waiting_threads_ = 0;  // threads in ReceiveWhileWaiting, the holder included
+  int role_wanted_ = 0;  // a lone waiter asked the receive thread for the ROUTER (0 or 1)
   bool nudge_pending_ = false;  // a nudge asks the receive thread to let go
   std::chrono::steady_clock::time_point receiving_since_;  // when the waiter took it
   std::chrono::milliseconds park_check_{1};  // the receive thread's interval (wait.cc)
@@ -213,6 +215,7 @@ class ZmqVan : public Van {
   std::condition_variable role_freed_cv_;  // for the receive thread: the role changed
   std::condition_variable waiter_cv_;      // for a waiter waiting for the role
   std::atomic<uint64_t> received_in_wait_{0};
+  std::atomic<bool> receive_in_wait_{false};  // VanOptions::receive_in_wait, SetReceiveInWait
 
   std::atomic<bool> shm_on_{false};  // SetShm; never on without options_.shm
   std::unordered_set<std::string> local_hosts_;  // this host's addresses; set by Start

@@ -3,13 +3,14 @@
 // ZeroMQ sockets are not thread-safe, so one thread at a time receives on the data
 // ROUTER, and the role passes between threads under role_mu_ (which also orders what
 // the holders touch: the socket, the shared-memory receiver). Normally the receive
-// thread holds it. Threads waiting for answers (Customer::WaitRequest) take it, one at a
-// time: the answer then wakes the waiter straight from ZeroMQ's I/O thread instead of
-// through the receive thread. The others wait for the role (role_wanted_ counts them)
-// or for their answer, which the holder dispatches; a holder that is done hands the
-// role to them, never to the receive thread while one wants it.
+// thread holds it. A thread that waits for an answer (Customer::WaitRequest) while no
+// other thread waits takes it: the answer then wakes the waiter straight from ZeroMQ's
+// I/O thread instead of through the receive thread. Threads that wait while others do
+// (waiting_threads_ counts them all) leave the ROUTER to whoever holds it, which
+// dispatches their answers and wakes them. A holder that is done hands the ROUTER to
+// the one other waiter, now alone, or to the receive thread at once when several wait.
 //
-// With nobody wanting it, a holder that is done leaves the ROUTER parked when nothing is
+// With nobody else waiting, a holder that is done leaves the ROUTER parked when nothing is
 // queued (ZMQ_EVENTS; asking it also arms the socket's ZMQ_FD for the next input), else
 // hands it to the receive thread. The receive thread watches a parked ROUTER's
 // descriptor with a plain poll and takes it back when input comes that no waiter takes.
@@ -211,27 +212,47 @@ void ZmqVan::DataReceiveLoop() {
 
 bool ZmqVan::TakeDataRole(std::unique_lock<std::mutex>& lock, const std::function<bool()>& done,
                           std::chrono::steady_clock::time_point deadline) {
-  ++role_wanted_;
-  struct Unwant {
+  // Counts this thread among the waiters until it takes the ROUTER (then until
+  // ReleaseDataRole) or gives up, whatever done() throws.
+  struct Waiting {
     ZmqVan* van;
-    ~Unwant() {
-      // The last waiter to give up leaves a free or parked ROUTER to the receive thread.
-      if (--van->role_wanted_ == 0 && van->role_holder_ != DataReceiver::kWaiter &&
-          van->role_holder_ != DataReceiver::kReceiveThread) {
+    bool took = false;
+    bool wanted = false;  // this thread asked the receive thread for the ROUTER
+    ~Waiting() {
+      if (wanted) --van->role_wanted_;
+      if (!took) --van->waiting_threads_;
+      // A free or parked ROUTER nobody asks for any more is the receive thread's again.
+      if (van->role_wanted_ == 0 && (van->role_holder_ == DataReceiver::kNobody ||
+                                     van->role_holder_ == DataReceiver::kParked)) {
         van->SignalReceiveThreadLocked();
       }
     }
-  } unwant{this};
+  } waiting{this};
+  ++waiting_threads_;
   for (;;) {
     if (stopped_ || done() || std::chrono::steady_clock::now() >= deadline) return false;
-    if (role_holder_ == DataReceiver::kNobody || role_holder_ == DataReceiver::kParked) {
+    // Only a thread that waits alone receives: with several, the holder's hand-over
+    // to the next one would put a thread wake-up in front of every answer that comes
+    // meanwhile, so the receive thread receives for them all (as with receive-in-wait
+    // off) and wakes each when its answer is in.
+    const bool alone = waiting_threads_ == 1;
+    if (alone && (role_holder_ == DataReceiver::kNobody ||
+                  role_holder_ == DataReceiver::kParked)) {
       role_holder_ = DataReceiver::kWaiter;
       receiving_since_ = std::chrono::steady_clock::now();
+      waiting.took = true;
       return true;
     }
-    if (role_holder_ == DataReceiver::kReceiveThread && !nudge_pending_) {
-      NudgeLocked();
-      nudge_pending_ = true;
+    if (alone && role_holder_ == DataReceiver::kReceiveThread) {
+      if (!waiting.wanted) ++role_wanted_;
+      waiting.wanted = true;
+      if (!nudge_pending_) {
+        NudgeLocked();
+        nudge_pending_ = true;
+      }
+    } else if (!alone && waiting.wanted) {
+      --role_wanted_;  // the receive thread keeps the ROUTER for everyone
+      waiting.wanted = false;
     }
     if (deadline == std::chrono::steady_clock::time_point::max()) {
       waiter_cv_.wait(lock);
@@ -253,14 +274,17 @@ void ZmqVan::ReleaseDataRole(bool ended) {
     park = zmq_getsockopt(socket, ZMQ_EVENTS, &events, &size) == 0 && !(events & ZMQ_POLLIN);
   }
   std::lock_guard<std::mutex> role_lock(role_mu_);
-  if (role_wanted_ > 0 && !ended) {
-    // Another waiter receives next, queued input and all.
+  --waiting_threads_;
+  if (waiting_threads_ == 1 && !ended) {
+    // The one other waiter waits alone now: it receives next, queued input and all.
     role_holder_ = DataReceiver::kNobody;
     waiter_cv_.notify_all();
     return;
   }
+  // Several others wait (for answers this thread may not receive any more): the
+  // receive thread receives for them, told at once.
+  if (waiting_threads_ > 0) park = false;
   role_holder_ = park ? DataReceiver::kParked : DataReceiver::kNobody;
-  waiter_cv_.notify_all();
   // Parking after a short spell needs no word: the receive thread looks within
   // kParkCheck. After a long one it sleeps until told; handing back always tells it.
   if (!park || std::chrono::steady_clock::now() - receiving_since_ >= kLongWait) {
@@ -278,7 +302,7 @@ uint64_t ZmqVan::ReceiveWhileWaiting(const std::function<bool()>& done,
   if (deadline <= Clock::now()) return 0;
   {
     std::unique_lock<std::mutex> lock(role_mu_);
-    if (!started_ || stopped_ || !nudge_socket_) return 0;
+    if (!started_ || stopped_ || !nudge_socket_ || !receive_in_wait_) return 0;
     if (!TakeDataRole(lock, done, deadline)) return 0;
   }
   t_waiting_receiver = this;
@@ -341,7 +365,7 @@ void ZmqVan::ReleaseWaiters() {
   waiter_cv_.notify_all();
   // A receiving waiter reads Stop's wake-up, or finds its answer, and lets go; waiters
   // waiting for the ROUTER see stopped_.
-  while (role_holder_ == DataReceiver::kWaiter || role_wanted_ > 0) {
+  while (role_holder_ == DataReceiver::kWaiter || waiting_threads_ > 0) {
     waiter_cv_.notify_all();
     role_freed_cv_.wait_for(lock, kParkCheck);
   }

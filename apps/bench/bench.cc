@@ -31,6 +31,7 @@
 #include "raw_transport.h"
 #include "shm_workload.h"
 #include "store_handle.h"
+#include "waiters_workload.h"
 
 DEFINE_string(sizes, "64,4096,65536,1048576,16777216", "value sizes in bytes, comma-separated");
 DEFINE_string(ops, "push,pull,pushpull", "operations to measure: push, pull, pushpull");
@@ -48,7 +49,8 @@ DEFINE_string(workload, "kv",
               "kv: push/pull against raw ZeroMQ; optimizer: server-side optimizer throughput; "
               "chunks: balance and goodput of large tensors chunked vs whole; codecs: gradient "
               "codecs' throughput and push goodput; shm: push/pull through shared memory vs the "
-              "socket vs memcpy");
+              "socket vs memcpy; waiters: latency of several threads each waiting on its own requests, "
+              "receiving in Wait vs not");
 
 namespace {
 
@@ -188,8 +190,9 @@ int main(int argc, char* argv[]) {
     return 2;
   }
   if (FLAGS_workload != "kv" && FLAGS_workload != "optimizer" && FLAGS_workload != "chunks" &&
-      FLAGS_workload != "codecs" && FLAGS_workload != "shm") {
-    std::fprintf(stderr, "bench: --workload must be kv, optimizer, chunks, codecs or shm\n");
+      FLAGS_workload != "codecs" && FLAGS_workload != "shm" && FLAGS_workload != "waiters") {
+    std::fprintf(stderr,
+                 "bench: --workload must be kv, optimizer, chunks, codecs, shm or waiters\n");
     return 2;
   }
   try {
@@ -207,6 +210,13 @@ int main(int argc, char* argv[]) {
       std::shared_ptr<void> server;
       if (ps::IsServer()) server = bench::StartShmServer();
       int rc = ps::IsWorker() ? bench::RunShmWorkload(FLAGS_csv) : 0;
+      ps::Finalize(0, true);
+      return rc;
+    }
+    if (FLAGS_workload == "waiters") {
+      std::shared_ptr<void> server;
+      if (ps::IsServer()) server = bench::StartWaitersServer();
+      int rc = ps::IsWorker() ? bench::RunWaitersWorkload(FLAGS_csv) : 0;
       ps::Finalize(0, true);
       return rc;
     }

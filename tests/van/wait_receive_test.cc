@@ -278,9 +278,12 @@ struct SlowEchoPair {
   SlowEchoPair()
       : client(nullptr,
                [this](const Message& msg) {
-                 std::lock_guard<std::mutex> lock(mu);
-                 arrived[msg.meta.head] = std::this_thread::get_id();
-                 cv.notify_all();
+                 {
+                   std::lock_guard<std::mutex> lock(mu);
+                   arrived[msg.meta.head] = std::this_thread::get_id();
+                   cv.notify_all();
+                 }
+                 client->WakeReceivingWaiter();  // the waiters' done() may hold now
                }),
         server(nullptr, [this](const Message& msg) {
           const int head = msg.meta.head;
@@ -333,8 +336,9 @@ struct SlowEchoPair {
 
 TEST(WaitReceive, ASecondWaiterReceivesItsAnswerOnceTheFirstIsDone) {
   // The first waiter holds the socket for a slow answer; the second starts waiting
-  // meanwhile, for an answer that comes after the first is done: it receives it itself
-  // rather than leave it to the receive thread's next look at a parked socket.
+  // meanwhile, for an answer that comes after the first is done. The first hands the
+  // socket to the second, which receives its answer itself, rather than leave it to
+  // the receive thread's next look at a parked socket.
   SlowEchoPair pair;
   auto first = pair.Waiter(SlowEchoPair::kSlowHeads);
   // Until the first waiter holds the socket (it is the only waiter, so an answer
@@ -443,9 +447,12 @@ struct WaitersPair {
       : receive_in_wait(receive_in_wait),
         client([receive_in_wait](VanOptions* o) { o->receive_in_wait = receive_in_wait; },
                [this](const Message& msg) {
-                 std::lock_guard<std::mutex> lock(mu);
-                 arrived.insert(msg.meta.head);
-                 cv.notify_all();
+                 {
+                   std::lock_guard<std::mutex> lock(mu);
+                   arrived.insert(msg.meta.head);
+                   cv.notify_all();
+                 }
+                 client->WakeReceivingWaiter();  // the waiters' done() may hold now
                }),
         server(nullptr, [this](const Message& msg) {
           Message back = Small(2, msg.meta.head);

@@ -158,6 +158,11 @@ class Van {
   // goes on the socket; rings already accepted stay, unused. For benchmarks that
   // compare both paths in one run. Thread-safe.
   virtual void SetShm(bool on) = 0;
+  // Turns ReceiveWhileWaiting on or off from now on (VanOptions::receive_in_wait at
+  // start): while off, waiting threads sleep and the receive thread receives. A thread
+  // that receives already finishes its wait. For benchmarks that compare both in one
+  // run. Thread-safe.
+  virtual void SetReceiveInWait(bool on) { (void)on; }
 
   // Lets the calling thread receive the data channel itself while it waits for an
   // answer, so that the answer wakes it straight from the transport instead of through
@@ -173,9 +178,10 @@ class Van {
   //
   // Returns at once, having received nothing, when the calling thread is dispatching a
   // message itself (a handle that waits), when the van is not running, or when
-  // VanOptions::receive_in_wait is off; the caller then waits as usual. Either way the
-  // caller looks at its condition again afterwards: returning does not mean done()
-  // holds. If done() throws, the channel is handed on and the exception propagates.
+  // receive-in-wait is off (VanOptions, SetReceiveInWait); the caller then waits as
+  // usual. Either way the caller looks at its condition again afterwards: returning
+  // does not mean done() holds. If done() throws, the channel is handed on and the
+  // exception propagates.
   //
   // `done` is called with a lock of the van held: it must be quick and must not call
   // into the van. Whoever makes done() true calls WakeReceivingWaiter afterwards (on
