@@ -8,36 +8,53 @@
 #include <random>
 #include <thread>
 
+#include "ps/internal/event_loop.h"
 #include "ps/internal/log_limiter.h"
 #include "ps/internal/postoffice.h"
 
 namespace ps {
 
-// The customer's own thread and its bounded FIFO. An empty function is the stop
-// marker. Shared with the thread, so a thread detached by a misbehaving Close still
-// has a live queue.
+// The customer's own thread and its FIFO. An empty function is the stop marker.
+// Messages take a slot of `slots_` (at most `capacity` queued at once: the channel's
+// receive thread waits for room, which pushes back on senders); tasks the control loop
+// posts take none, so the loop never waits for app code (they are few: one per
+// request that ends early). Shared with the thread, so a thread detached by a
+// misbehaving Close still has a live queue.
 class CustomerExecutor {
  public:
   explicit CustomerExecutor(size_t capacity) {
-    queue_.set_capacity(static_cast<std::ptrdiff_t>(capacity));
+    slots_.set_capacity(static_cast<std::ptrdiff_t>(capacity));
   }
   static void Run(const std::shared_ptr<CustomerExecutor>& self) {
     self->thread_ = std::thread([self] {
       for (;;) {
-        std::function<void()> task;
-        self->queue_.pop(task);
-        if (!task) return;
+        Item item;
+        self->queue_.pop(item);
+        if (!item.task) return;
+        if (item.holds_slot) {
+          char slot;
+          self->slots_.pop(slot);
+        }
         try {
-          task();
+          item.task();
         } catch (const std::exception& e) {
           LOG_IF(ERROR, self->throw_log_.ShouldLog()) << "app handle or callback threw: " << e.what();
+        } catch (...) {
+          LOG_IF(ERROR, self->throw_log_.ShouldLog())
+              << "app handle or callback threw something that is not a std::exception";
         }
       }
     });
   }
-  void Push(std::function<void()> task) { queue_.push(std::move(task)); }
+  // Blocks while `capacity` messages are queued.
+  void PushMessage(std::function<void()> task) {
+    slots_.push(0);
+    queue_.push(Item{std::move(task), true});
+  }
+  // Never blocks.
+  void Post(std::function<void()> task) { queue_.push(Item{std::move(task), false}); }
   void Stop() {
-    queue_.push(std::function<void()>());
+    queue_.push(Item{});
     if (thread_.get_id() == std::this_thread::get_id()) {
       LOG(ERROR) << "a customer was closed from its own handle or callback; its thread "
                     "ends after this call returns";
@@ -49,7 +66,12 @@ class CustomerExecutor {
   bool OnThisThread() const { return thread_.get_id() == std::this_thread::get_id(); }
 
  private:
-  tbb::concurrent_bounded_queue<std::function<void()>> queue_;
+  struct Item {
+    std::function<void()> task;
+    bool holds_slot = false;
+  };
+  tbb::concurrent_bounded_queue<Item> queue_;  // unbounded; slots_ bounds the messages
+  tbb::concurrent_bounded_queue<char> slots_;
   std::thread thread_;
   LogLimiter throw_log_;
 };
@@ -131,7 +153,7 @@ void Customer::Accept(Message& msg) {
   }
   std::shared_ptr<CustomerExecutor> executor = Executor(false);
   if (!executor) return;  // closed
-  executor->Push([this, m = std::move(msg)]() mutable { handle_(m); });
+  executor->PushMessage([this, m = std::move(msg)]() mutable { handle_(m); });
 }
 
 void Customer::RunOnOwnThread(std::function<void()> fn) {
@@ -140,7 +162,12 @@ void Customer::RunOnOwnThread(std::function<void()> fn) {
     fn();
     return;
   }
-  executor->Push(std::move(fn));
+  EventLoop* loop = Postoffice::Get()->control_loop();
+  if (loop && loop->InLoopThread()) {
+    executor->Post(std::move(fn));  // the control loop never waits for app code
+  } else {
+    executor->PushMessage(std::move(fn));
+  }
 }
 
 bool Customer::DrainOwnThread(std::chrono::milliseconds timeout) {
@@ -148,7 +175,7 @@ bool Customer::DrainOwnThread(std::chrono::milliseconds timeout) {
   if (!executor || executor->OnThisThread()) return true;
   auto done = std::make_shared<std::promise<void>>();
   std::future<void> ran = done->get_future();
-  executor->Push([done] { done->set_value(); });
+  executor->Post([done] { done->set_value(); });
   return ran.wait_for(timeout) == std::future_status::ready;
 }
 

@@ -448,13 +448,14 @@ Status Postoffice::Send(Message& msg, SendMode mode) {
 Status Postoffice::SendToSelf(const Message& msg, Channel channel) {
   // A SimpleApp request to a group this node is in (ps-lite's test_simple_app sends to
   // kScheduler + kServerGroup + kWorkerGroup from the scheduler) reaches this node's
-  // own app, handed over by the control loop as if it had arrived: the app's handle
-  // runs on its own thread, never on the sender's.
+  // own app, handed over by the thread that receives the channel as if it had arrived:
+  // the app's handle runs on its own thread, never on the sender's.
   if (!msg.meta.simple_app || !msg.meta.control.empty()) {
     return Status::InvalidArgument("node " + std::to_string(my_node_.id) +
                                    " cannot send a KV or control message to itself");
   }
-  loop_->Post([this, m = msg, channel]() mutable { DispatchData(m, channel); });
+  auto deliver = [this, m = msg, channel]() mutable { DispatchData(m, channel); };
+  if (!van_->RunOnReceiver(channel, deliver)) loop_->Post(std::move(deliver));
   return Status::OK();
 }
 

@@ -166,13 +166,22 @@ void Postoffice::HandleJoinReply(const Message& msg) {
   if (config_.resend && msg.meta.sequence) {
     SendAck(kScheduler, msg.meta.sequence, Channel::kControl);
   }
-  // What raced ahead of the table is checked and delivered now, before anything that
-  // comes after it: the channels' locks keep their receive threads out meanwhile.
+  // What raced ahead of the table is checked and delivered by the thread that receives
+  // its channel (it may run app handles, which this loop never does), before anything
+  // that comes after it: whichever of that thread's next message and the task below
+  // comes first drains it, under the channel's lock.
   std::lock_guard<std::mutex> data_lock(inbound_[0].mu);
   std::lock_guard<std::mutex> control_lock(inbound_[1].mu);
   MarkJoined();
-  DrainUnverified(Channel::kData);
-  DrainUnverified(Channel::kControl);
+  for (Channel channel : {Channel::kData, Channel::kControl}) {
+    if (inbound_[static_cast<int>(channel)].unverified.empty()) continue;
+    bool posted = van_->RunOnReceiver(channel, [this, channel] {
+      Inbound& in = inbound_[static_cast<int>(channel)];
+      std::lock_guard<std::mutex> lock(in.mu);
+      if (!in.unverified.empty()) DrainUnverified(channel);
+    });
+    if (!posted) DrainUnverified(channel);  // a van that cannot wake its receivers
+  }
 }
 
 void Postoffice::HandleBarrierRelease(const Message& msg) {

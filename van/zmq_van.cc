@@ -184,7 +184,8 @@ Status ZmqVan::Start(const VanOptions& options, Handler handler) {
                  "key are admitted (public key "
               << gate_->fingerprint() << "...)";
   }
-  // The nudge socket and event descriptor serve every wait; without them waiters sleep.
+  // The nudge sockets and event descriptor serve every wait and RunOnReceiver; without
+  // them waiters sleep.
   if (!StartReceiveInWait()) {
     LOG(WARNING) << "threads waiting for answers will sleep instead of receiving "
                     "themselves (PS_RECEIVE_IN_WAIT): "
@@ -487,9 +488,10 @@ ZmqVan::Received ZmqVan::ReceiveOne(Channel channel, Wait wait) {
     release_all();
     return Received::kDone;
   }
-  if (channel == Channel::kData && frames.size() == 2 && zmq_msg_size(frames[1]) == 0 &&
+  if (frames.size() == 2 && zmq_msg_size(frames[1]) == 0 &&
       IsNudge(static_cast<const char*>(zmq_msg_data(frames[0])), zmq_msg_size(frames[0]))) {
     release_all();
+    RunReceiverTasks(channel);
     return Received::kNudge;
   }
   size_t total = 0;

@@ -22,6 +22,7 @@
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "curve_gate.h"
 #include "ps/internal/log_limiter.h"
@@ -53,6 +54,7 @@ class ZmqVan : public Van {
   uint64_t ReceiveWhileWaiting(const std::function<bool()>& done,
                                std::chrono::steady_clock::time_point deadline) override;
   void WakeReceivingWaiter() override;
+  bool RunOnReceiver(Channel channel, std::function<void()> task) override;
 
  private:
   // Data frames this large go through shared memory when the peer is on this host.
@@ -142,7 +144,7 @@ class ZmqVan : public Van {
   // it back to the receive thread (at once when other threads wait).
   void ReleaseDataRole(bool ended);
   // For Start: reads the data ROUTER's ZMQ_FD, makes the event descriptor and the
-  // nudge socket. False if any of it fails (waiters then sleep).
+  // nudge sockets. False if any of it fails (waiters then sleep; RunOnReceiver fails).
   bool StartReceiveInWait();
   // Wakes the receive thread wherever it waits for the role (its condition variable,
   // or its poll of a parked ROUTER). Under role_mu_.
@@ -158,6 +160,8 @@ class ZmqVan : public Van {
   // For Stop, after the receive threads ended: wakes a waiter that holds or wants the
   // ROUTER, waits until it has let go, and closes the nudge socket and event descriptor.
   void ReleaseWaiters();
+  // For ReceiveOne, on a nudge: runs the tasks RunOnReceiver queued for `channel`.
+  void RunReceiverTasks(Channel channel);
   // Whether a message from `identity` with an empty meta frame is a nudge.
   bool IsNudge(const char* identity, size_t size) const;
   Status Bind(Receiver* receiver, int port);
@@ -209,6 +213,11 @@ class ZmqVan : public Van {
   std::chrono::steady_clock::time_point receiving_since_;  // when the waiter took it
   std::chrono::milliseconds park_check_{1};  // the receive thread's interval (wait.cc)
   void* nudge_socket_ = nullptr;    // DEALER to the data ROUTER's inproc endpoint
+  // RunOnReceiver's tasks by channel, and the control ROUTER's nudge socket; guarded by
+  // tasks_mu_ (the data channel's nudge socket by role_mu_).
+  std::mutex tasks_mu_;
+  std::vector<std::function<void()>> receiver_tasks_[2];
+  void* control_nudge_socket_ = nullptr;
   std::string nudge_identity_;      // its routing id, random; set by Start
   int data_socket_fd_ = -1;         // the data ROUTER's ZMQ_FD, watched while parked
   int role_event_fd_ = -1;          // eventfd the receive thread watches beside it

@@ -72,21 +72,59 @@ bool ZmqVan::StartReceiveInWait() {
   // Unguessable, so that no peer can connect with it (the ROUTER hands an identity
   // over to a newer connection).
   nudge_identity_ = std::string("herdps-nudge-") + hex;
-  nudge_socket_ = zmq_socket(context_, ZMQ_DEALER);
-  if (!nudge_socket_) return false;
-  int linger = 0;
-  // A nudge that finds one already queued is not needed: one wakes the holder.
-  int high_water_mark = 4;
-  if (zmq_setsockopt(nudge_socket_, ZMQ_LINGER, &linger, sizeof(linger)) != 0 ||
-      zmq_setsockopt(nudge_socket_, ZMQ_SNDHWM, &high_water_mark, sizeof(high_water_mark)) != 0 ||
-      zmq_setsockopt(nudge_socket_, ZMQ_ROUTING_ID, nudge_identity_.data(),
-                     nudge_identity_.size()) != 0 ||
-      zmq_connect(nudge_socket_, receivers_[0].wake_endpoint.c_str()) != 0) {
-    zmq_close(nudge_socket_);
-    nudge_socket_ = nullptr;
-    return false;
+  auto make_nudger = [this](const std::string& endpoint) -> void* {
+    void* socket = zmq_socket(context_, ZMQ_DEALER);
+    if (!socket) return nullptr;
+    int linger = 0;
+    // A nudge that finds a few already queued is not needed: one wakes the holder.
+    int high_water_mark = 4;
+    if (zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof(linger)) != 0 ||
+        zmq_setsockopt(socket, ZMQ_SNDHWM, &high_water_mark, sizeof(high_water_mark)) != 0 ||
+        zmq_setsockopt(socket, ZMQ_ROUTING_ID, nudge_identity_.data(), nudge_identity_.size()) !=
+            0 ||
+        zmq_connect(socket, endpoint.c_str()) != 0) {
+      zmq_close(socket);
+      return nullptr;
+    }
+    return socket;
+  };
+  nudge_socket_ = make_nudger(receivers_[0].wake_endpoint);
+  control_nudge_socket_ = make_nudger(receivers_[1].wake_endpoint);
+  return nudge_socket_ && control_nudge_socket_;
+}
+
+bool ZmqVan::RunOnReceiver(Channel channel, std::function<void()> task) {
+  const int c = static_cast<int>(channel);
+  {
+    std::lock_guard<std::mutex> lock(tasks_mu_);
+    if (!started_ || stopped_ || !nudge_socket_ || !control_nudge_socket_) return false;
+    receiver_tasks_[c].push_back(std::move(task));
+    // Never blocks: with nudges already queued, one of them is read after this task
+    // was added, and runs it.
+    if (channel == Channel::kControl) zmq_send(control_nudge_socket_, "", 0, ZMQ_DONTWAIT);
+  }
+  if (channel == Channel::kData) {
+    std::lock_guard<std::mutex> lock(role_mu_);  // guards the data nudge socket
+    NudgeLocked();
   }
   return true;
+}
+
+void ZmqVan::RunReceiverTasks(Channel channel) {
+  std::vector<std::function<void()>> tasks;
+  {
+    std::lock_guard<std::mutex> lock(tasks_mu_);
+    tasks.swap(receiver_tasks_[static_cast<int>(channel)]);
+  }
+  for (auto& task : tasks) {
+    try {
+      task();
+    } catch (const std::exception& e) {
+      LOG(ERROR) << "a task on the receive thread threw: " << e.what();
+    } catch (...) {
+      LOG(ERROR) << "a task on the receive thread threw something that is not a std::exception";
+    }
+  }
 }
 
 bool ZmqVan::IsNudge(const char* identity, size_t size) const {
@@ -251,8 +289,12 @@ bool ZmqVan::TakeDataRole(std::unique_lock<std::mutex>& lock, const std::functio
         nudge_pending_ = true;
       }
     } else if (!alone && waiting.wanted) {
-      --role_wanted_;  // the receive thread keeps the ROUTER for everyone
+      // The receive thread keeps (or takes back) the ROUTER for everyone.
       waiting.wanted = false;
+      if (--role_wanted_ == 0 && role_holder_ != DataReceiver::kWaiter &&
+          role_holder_ != DataReceiver::kReceiveThread) {
+        SignalReceiveThreadLocked();
+      }
     }
     if (deadline == std::chrono::steady_clock::time_point::max()) {
       waiter_cv_.wait(lock);
@@ -371,6 +413,10 @@ void ZmqVan::ReleaseWaiters() {
   }
   if (nudge_socket_) zmq_close(nudge_socket_);
   nudge_socket_ = nullptr;
+  std::lock_guard<std::mutex> tasks_lock(tasks_mu_);
+  if (control_nudge_socket_) zmq_close(control_nudge_socket_);
+  control_nudge_socket_ = nullptr;
+  for (auto& tasks : receiver_tasks_) tasks.clear();  // the van is stopped: nobody receives
   if (role_event_fd_ >= 0) close(role_event_fd_);
   role_event_fd_ = -1;
 }

@@ -112,9 +112,10 @@ class Customer {
   void set_abort_handle(AbortHandle handle);
   // Runs fn on the customer's own thread, after what is queued before it (used for
   // callbacks of requests that end early: app code never runs on the control thread).
-  // Blocks while the queue is full. Called on the own thread itself, or after Close,
-  // runs fn at once on the caller's thread (a push onto its own full queue would never
-  // return).
+  // Blocks while the queue is full, except on the node's control loop, which never
+  // waits for app code (what it posts is bounded by the requests in flight). Called on
+  // the own thread itself, or after Close, runs fn at once on the caller's thread (a
+  // push onto its own full queue would never return).
   void RunOnOwnThread(std::function<void()> fn);
   // Waits until what is queued for the own thread (and what it is running) is done;
   // false if that takes longer than `timeout`. At once without an own thread.

@@ -197,6 +197,17 @@ class Van {
   // the channel. Thread-safe.
   virtual void WakeReceivingWaiter() {}
 
+  // Runs `task` on the thread that receives `channel` (the data channel's receive
+  // thread or a thread receiving in a wait), after the messages that came before it,
+  // and wakes that thread for it; for work that must run where that channel's messages are
+  // dispatched (app handles) without waiting for the next message. False, and nothing
+  // runs, when the van is not running or cannot wake its receivers. Thread-safe; never
+  // blocks.
+  virtual bool RunOnReceiver(Channel channel, std::function<void()> task) {
+    (void)channel, (void)task;
+    return false;
+  }
+
   // The van for options.transport ("tcp" and "ipc" are both served by ZeroMQ).
   static std::unique_ptr<Van> Create(const std::string& type = "zmq");
 };
