@@ -5,10 +5,13 @@
 
 #include <glog/logging.h>
 #include <malloc.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <thread>
 
 #include "plugin_seat.h"
@@ -27,6 +30,8 @@ constexpr size_t kReorderWindow = 4096;
 // How long Finalize waits for the leave to be acknowledged (PS_RESEND), and the
 // scheduler for every node to leave.
 constexpr std::chrono::seconds kFinalizeWait(5);
+// The longest the scheduler's Finalize waits for live nodes to leave.
+constexpr std::chrono::seconds kLeaveWait(60);
 
 void InitLogging(const char* argv0) {
   if (google::IsGoogleLoggingInitialized()) return;
@@ -291,15 +296,7 @@ void Postoffice::Finalize(int customer_id, bool do_barrier) {
   if (exit_callback_) exit_callback_();
   finalizing_ = true;
   if (is_scheduler()) {
-    // Stay until every node has said it leaves (or died), so that their last
-    // messages (the leave, a heartbeat) find a live peer instead of waiting in a
-    // queue for one; and send them nothing more.
-    auto deadline = std::chrono::steady_clock::now() + kFinalizeWait;
-    while (std::chrono::steady_clock::now() < deadline) {
-      const MembershipView* view = membership_.Get();
-      if (view->CountAlive(Node::kWorkerRole) + view->CountAlive(Node::kServerRole) == 0) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
+    WaitForNodesToLeave();
   } else {
     // Leave explicitly, so that the scheduler does not wait for this node in
     // barriers nor later declare it dead: this process's other workers first.
@@ -343,6 +340,67 @@ void Postoffice::Finalize(int customer_id, bool do_barrier) {
   }
   scheduler_.reset();
   plugin_seat_.reset();
+  ExitNonZeroIfNodesWereLost();
+}
+
+void Postoffice::WaitForNodesToLeave() {
+  // Stay until every node has left (or died): their last messages need a live
+  // scheduler (the closing barrier's release, resent while it is lost; the ACK of their
+  // leave). Liveness bounds the wait, since a node that vanished is declared dead; a
+  // node that lives on without leaving is given up on after kLeaveWait. Nothing more is
+  // broadcast meanwhile.
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point deadline =
+      start + (config_.heartbeat_interval_s > 0 ? kLeaveWait : kFinalizeWait);
+  Clock::time_point next_report = start + kFinalizeWait;
+  for (;;) {
+    std::string waiting;
+    for (const Node& n : membership_.Get()->nodes) {
+      if (n.id == my_node_.id || !n.alive()) continue;
+      waiting += (waiting.empty() ? "" : ", ") + std::string(RoleName(n.role)) + " " +
+                 std::to_string(n.rank);
+    }
+    if (waiting.empty()) return;
+    const Clock::time_point now = Clock::now();
+    const auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - start).count();
+    if (now >= deadline) {
+      LOG(ERROR) << "the scheduler stops without waiting longer for " << waiting
+                 << " to leave (" << waited << " s after its Finalize)";
+      return;
+    }
+    if (now >= next_report) {
+      LOG(INFO) << "the scheduler waits for " << waiting << " to leave (" << waited << " s)";
+      next_report = now + kFinalizeWait;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+namespace {
+
+void ExitWithStatusOne() {
+  google::FlushLogFiles(google::GLOG_INFO);
+  std::fflush(nullptr);
+  _exit(1);
+}
+
+}  // namespace
+
+void Postoffice::ExitNonZeroIfNodesWereLost() {
+  // A job that lost a node did not succeed, whatever the survivors did: a supervisor
+  // that reads this process's exit status must not take it for success.
+  std::string lost;
+  for (const Node& n : membership_.Get()->nodes) {
+    if (n.state != Node::kDead) continue;
+    lost += (lost.empty() ? "" : ", ") + std::string(RoleName(n.role)) + " " +
+            std::to_string(n.rank) + " (node " + std::to_string(n.id) + ")";
+  }
+  if (lost.empty()) return;
+  LOG(ERROR) << "the job lost " << lost
+             << " (declared dead): this process exits with status 1 when it ends";
+  static std::once_flag registered;
+  std::call_once(registered, [] { std::atexit(ExitWithStatusOne); });
 }
 
 void Postoffice::DrainCustomers() {
@@ -513,8 +571,13 @@ void Postoffice::InstallMembership(MembershipView view) {
       if (first) my_node_ = n;
       if (n.state == Node::kDead && !finalizing_) {
         membership_.Publish(std::move(view));
+        const double stalled = stalled_for_s_;
         GiveUp("the scheduler declared this node dead (silent for more than "
-               "PS_HEARTBEAT_TIMEOUT); a dead node does not come back");
+               "PS_HEARTBEAT_TIMEOUT=" + SecondsText(config_.heartbeat_timeout_s) + " s" +
+               (stalled > 0 ? ": this node did not run for " + SecondsText(stalled) +
+                                  " s, it was stopped or starved of CPU"
+                            : std::string()) +
+               "); a dead node does not come back");
         return;
       }
     }
@@ -529,9 +592,11 @@ void Postoffice::InstallMembership(MembershipView view) {
     } else {
       LOG_IF(INFO, verbose()) << n.DebugString() << " left the job";
     }
-    // A dead node's connections go at once (what is queued for it is of no use); a
-    // node that left keeps them until this node stops, for the ACKs it may still need.
-    if (n.state == Node::kDead) van_->Disconnect(n.id);
+    // A dead node's connections go at once (what is queued for it is of no use), except
+    // on the scheduler, which tells a dead node that runs again (it was stopped) that it
+    // is dead; a node that left keeps them until this node stops, for the ACKs it may
+    // still need.
+    if (n.state == Node::kDead && !is_scheduler()) van_->Disconnect(n.id);
     for (auto& outbox : outbox_) {
       if (outbox) outbox->DropPeer(n.id);
     }

@@ -206,10 +206,13 @@ void Postoffice::HandleMembership(const Message& msg) {
 void Postoffice::StartNodeTimers() {
   if (config_.heartbeat_interval_s > 0 && !is_scheduler()) {
     scheduler_heard_ns_.store(NowNs());
+    last_scheduler_check_ns_ = NowNs();
     loop_->RunEvery(Millis(config_.heartbeat_interval_s), [this] { SendHeartbeat(); });
-    auto check = std::max(std::chrono::milliseconds(50),
-                          std::min(Millis(config_.heartbeat_interval_s),
-                                   std::chrono::milliseconds(500)));
+    // Often enough that a lost heartbeat (or answer) is asked again well within the
+    // timeout: CheckScheduler sends one at every check once an answer is overdue.
+    auto check = std::max(std::chrono::milliseconds(20),
+                          std::min(Millis(config_.heartbeat_interval_s / 4),
+                                   std::chrono::milliseconds(250)));
     loop_->RunEvery(check, [this] { CheckScheduler(); });
   }
   if (config_.resend) {
@@ -266,13 +269,30 @@ void Postoffice::SendHeartbeat() {
 }
 
 void Postoffice::CheckScheduler() {
-  if (finalizing_ || !fatal_error_.empty()) return;
-  int64_t now = NowNs();
+  if (finalizing_ || gave_up_.load()) return;
+  const int64_t now = NowNs();
+  const double gap = (now - last_scheduler_check_ns_) / 1e9;
+  last_scheduler_check_ns_ = now;
+  if (gap > LivenessStallSeconds(config_.heartbeat_timeout_s)) {
+    // This node itself did not run (it was stopped, or starved of CPU): the silence
+    // it would see is its own. The scheduler gets a new timeout to answer, and says
+    // whether it declared this node dead meanwhile.
+    stalled_for_s_ = gap;
+    LOG(WARNING) << RoleName(config_.role) << " " << my_node_.rank << ": this node did not run for "
+                 << SecondsText(gap) << " s (it was stopped, or starved of CPU); asking the "
+                 << "scheduler whether the job still has it";
+    scheduler_heard_ns_.store(now);
+    SendHeartbeat();
+    return;
+  }
   if (inbound_[static_cast<int>(Channel::kControl)].busy.load(std::memory_order_relaxed)) {
     scheduler_heard_ns_.store(now);  // not silent: this node is not reading
     return;
   }
-  double silent = (now - scheduler_heard_ns_.load()) / 1e9;
+  const double silent = (now - scheduler_heard_ns_.load()) / 1e9;
+  // An answer is overdue: the heartbeat or its answer may have been lost (they are
+  // never resent), so ask again at every check rather than once an interval.
+  if (silent > config_.heartbeat_interval_s * 1.5) SendHeartbeat();
   if (silent <= config_.heartbeat_timeout_s) return;
   char text[64];
   std::snprintf(text, sizeof(text), "%.1f", silent);

@@ -79,6 +79,12 @@ void Postoffice::Admit(Message& msg, Channel channel, bool prejoin) {
       if (node->state == Node::kLeft && msg.meta.sequence && config_.resend) {
         SendAck(sender, msg.meta.sequence, channel);
       }
+      // A dead node that runs again (it was stopped) asks the scheduler for news: it
+      // learns that it is dead instead of taking the silence for the scheduler's.
+      if (scheduler_ && node->state == Node::kDead &&
+          msg.meta.control.cmd == Control::kHeartbeat && msg.meta.request) {
+        loop_->Post([this, sender] { scheduler_->AnswerDeadNode(sender); });
+      }
       from_gone_.fetch_add(1, std::memory_order_relaxed);
       LOG_IF(WARNING, stray_log_.ShouldLog())
           << "dropped a message from " << node->DebugString() << ", which is "
@@ -86,7 +92,10 @@ void Postoffice::Admit(Message& msg, Channel channel, bool prejoin) {
       return;
     }
   }
+  // Any message of a member is a sign of life, not only its heartbeats (which are
+  // never resent, so a lossy network could otherwise lose enough of them in a row).
   if (sender == kScheduler) scheduler_heard_ns_.store(NowNs(), std::memory_order_relaxed);
+  if (scheduler_ && !prejoin) scheduler_->Heard(sender);
   if (msg.meta.control.cmd == Control::kAck) {
     // The low bit says which channel's message is acknowledged.
     uint64_t sig = msg.meta.control.msg_sig;

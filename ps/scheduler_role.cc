@@ -33,6 +33,12 @@ std::chrono::milliseconds Millis(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 SchedulerRole::SchedulerRole(Postoffice* postoffice, const Config& config, const Node& self)
@@ -204,9 +210,16 @@ void SchedulerRole::AssignAndBroadcast() {
   postoffice_->InstallMembership(std::move(view));
   // Joined before the tables leave: the first barrier request may follow at once.
   postoffice_->MarkJoined();
-  Clock::time_point now = Clock::now();
+  int max_id = 0;
+  for (const Node& n : joining_) max_id = std::max(max_id, n.id);
+  heard_size_ = static_cast<size_t>(max_id) + 1;
+  heard_storage_.reset(new std::atomic<int64_t>[heard_size_]);
+  const int64_t now = NowNs();
+  for (size_t i = 0; i < heard_size_; ++i) heard_storage_[i].store(now);
+  heard_ns_.store(heard_storage_.get(), std::memory_order_release);
+  last_check_ns_ = now;
   for (const Node& n : joining_) {
-    last_heard_[n.id] = now;
+    live_.insert(n.id);
     SendTable(n);
   }
   LOG(INFO) << "all " << joining_.size() << " nodes joined (" << config_.num_servers
@@ -230,18 +243,15 @@ void SchedulerRole::SendTable(const Node& node) {
                            << s;
 }
 
-void SchedulerRole::HandleHeartbeat(const Message& msg) {
-  auto it = last_heard_.find(msg.meta.sender);
-  if (it == last_heard_.end()) return;  // not a live node (anymore)
-  it->second = Clock::now();
-  // The other workers of the sender's process (instances) live and die with it.
-  const Node* sender = view_.Find(msg.meta.sender);
-  for (const Node& n : view_.nodes) {
-    if (sender && n.id != sender->id && n.identity == sender->identity) {
-      auto other = last_heard_.find(n.id);
-      if (other != last_heard_.end()) other->second = it->second;
-    }
+void SchedulerRole::Heard(int id) {
+  std::atomic<int64_t>* heard = heard_ns_.load(std::memory_order_acquire);
+  if (heard && id >= 0 && static_cast<size_t>(id) < heard_size_) {
+    heard[id].store(NowNs(), std::memory_order_relaxed);
   }
+}
+
+void SchedulerRole::HandleHeartbeat(const Message& msg) {
+  if (!live_.count(msg.meta.sender)) return;  // not a live node (anymore)
   Message reply;
   reply.meta.control.cmd = Control::kHeartbeat;
   reply.meta.control.membership_version = view_.version;
@@ -251,19 +261,54 @@ void SchedulerRole::HandleHeartbeat(const Message& msg) {
   postoffice_->Send(reply, SendMode::kNonBlocking);
 }
 
+void SchedulerRole::AnswerDeadNode(int id) {
+  const Node* node = view_.Find(id);
+  if (!node || node->state != Node::kDead) return;
+  Message reply;
+  reply.meta.control.cmd = Control::kHeartbeat;
+  reply.meta.control.membership_version = view_.version;
+  reply.meta.control.nodes = view_.nodes;
+  reply.meta.recipient = id;
+  // Straight through the van: the runtime sends nothing to a dead node.
+  reply.meta.sender = self_.id;
+  postoffice_->van()->Send(reply, SendMode::kNonBlocking, Channel::kControl);
+}
+
 void SchedulerRole::CheckLiveness() {
   if (!complete_) return;
-  Clock::time_point now = Clock::now();
-  auto timeout = Millis(config_.heartbeat_timeout_s);
+  const int64_t now = NowNs();
+  const double gap = (now - last_check_ns_) / 1e9;
+  last_check_ns_ = now;
+  std::atomic<int64_t>* heard = heard_ns_.load(std::memory_order_acquire);
+  if (gap > LivenessStallSeconds(config_.heartbeat_timeout_s)) {
+    // The scheduler itself did not run (stopped, or starved of CPU): the silence it
+    // would see is its own. Every node gets a new PS_HEARTBEAT_TIMEOUT.
+    LOG(WARNING) << "the scheduler did not run for " << SecondsText(gap)
+                 << " s (it was stopped, or starved of CPU); every node gets a new "
+                    "PS_HEARTBEAT_TIMEOUT to be heard from";
+    for (int id : live_) heard[id].store(now, std::memory_order_relaxed);
+    return;
+  }
+  // The workers of one process (instances) live and die with it: whatever one of them
+  // sends counts for all.
+  std::map<std::string, int64_t> by_process;
+  for (int id : live_) {
+    const Node* n = view_.Find(id);
+    if (!n) continue;
+    int64_t& latest = by_process[n->identity];
+    latest = std::max(latest, heard[id].load(std::memory_order_relaxed));
+  }
+  const int64_t timeout_ns = static_cast<int64_t>(config_.heartbeat_timeout_s * 1e9);
   std::vector<int> silent;
-  for (const auto& kv : last_heard_) {
-    if (now - kv.second > timeout) silent.push_back(kv.first);
+  for (int id : live_) {
+    const Node* n = view_.Find(id);
+    if (n && now - by_process[n->identity] > timeout_ns) silent.push_back(id);
   }
   for (int id : silent) MarkGone(id, Node::kDead);
 }
 
 void SchedulerRole::MarkGone(int id, Node::State state) {
-  if (!last_heard_.erase(id)) return;  // not live: nothing changes
+  if (!live_.erase(id)) return;  // not live: nothing changes
   for (Node& n : view_.nodes) {
     if (n.id == id) {
       n.state = state;

@@ -3,13 +3,15 @@
 // membership (declares silent nodes dead, records nodes that leave, broadcasts every
 // change) and releases barriers among the live members of a group.
 //
-// Thread safety: used only on the scheduler's control loop (EventLoop) thread.
+// Thread safety: used only on the scheduler's control loop (EventLoop) thread, except
+// Heard (any thread).
 #ifndef HERDPS_PS_SCHEDULER_ROLE_H_
 #define HERDPS_PS_SCHEDULER_ROLE_H_
 
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -34,6 +36,12 @@ class SchedulerRole {
   void Begin(const Node& self);
   // A control message for the scheduler (joins, heartbeats, barriers, leaves).
   void Handle(const Message& msg);
+  // For the receive path, on any thread: node `id` was heard from (any message of a
+  // live member counts for its liveness, not only heartbeats).
+  void Heard(int id);
+  // A heartbeat from a node already declared dead (it was stopped, or cut off, and runs
+  // again): answers with the table, in which it reads that it is dead.
+  void AnswerDeadNode(int id);
 
  private:
   struct PendingBarrier {
@@ -62,7 +70,13 @@ class SchedulerRole {
   bool begun_ = false;
   Clock::time_point begun_at_;
   MembershipView view_;  // the truth, once complete
-  std::map<int, Clock::time_point> last_heard_;  // live nodes, by id
+  std::set<int> live_;  // live nodes whose liveness is checked, by id
+  // When each node id was last heard from (steady clock, ns), written by the receive
+  // threads: an array indexed by id, published once the job is complete.
+  std::unique_ptr<std::atomic<int64_t>[]> heard_storage_;
+  std::atomic<std::atomic<int64_t>*> heard_ns_{nullptr};
+  size_t heard_size_ = 0;
+  int64_t last_check_ns_ = 0;  // CheckLiveness's previous run
   // Entries of each (group, customer_id) barrier not released yet.
   std::map<std::pair<int, int>, PendingBarrier> barriers_;
   int refusal_slot_ = 0;  // cycles the temporary ids used to answer refused joins

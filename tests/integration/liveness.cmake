@@ -1,6 +1,9 @@
 # Node failure handling: a slow handle is not a dead node; a frozen or killed server
 # fails the requests waiting for it; a killed scheduler ends every node; a worker that
-# dies or exits without Finalize is dropped and the others finish. liveness_test.py
+# dies or exits without Finalize is dropped and the others finish (then exit 1: the job
+# lost a node); a frozen and resumed worker says it was stalled; lost heartbeats
+# (drop rate 0.5) kill nobody; callbacks blocked on a full queue do not stall the
+# control loop. liveness_test.py
 # starts the nodes (under tracker/launch, or by hand as on several hosts), signals them
 # and checks exit codes, messages and time bounds.
 herdps_node_test_app(liveness_app liveness_app.cc)
@@ -21,3 +24,6 @@ herdps_liveness_test(killed_server_fails_requests_naming_it 60)
 herdps_liveness_test(killed_scheduler_makes_every_node_exit_non_zero 60)
 herdps_liveness_test(killed_worker_is_dropped_and_the_others_finish 60)
 herdps_liveness_test(worker_exiting_without_finalize_is_dropped_and_the_others_finish 60)
+herdps_liveness_test(no_node_is_declared_dead_at_drop_rate_0_5 150)
+herdps_liveness_test(frozen_worker_says_it_was_stalled_and_exits_non_zero 90)
+herdps_liveness_test(blocked_callbacks_do_not_stall_the_control_loop 90)

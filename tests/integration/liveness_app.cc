@@ -19,12 +19,18 @@
 //  rounds       Each worker does --rounds rounds of push, pull (checked) and a worker
 //               barrier. Worker --quit_rank exits with code 0 without ps::Finalize
 //               after round --quit_after.
+//  callbacks    Worker 0 pushes --callbacks times with a callback; server app 0 never
+//               answers. When the server dies, every request ends Unavailable and its
+//               callback runs on the worker's own thread, where the first blocks
+//               --block_ms (so the rest fill that thread's queue). The worker says how
+//               many callbacks ran and how many requests ended Unavailable.
 //
 // A node whose ps::Finalize fails (ps::Error: the scheduler is gone) prints why and
 // exits 1.
 #include <gflags/gflags.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdarg>
@@ -40,7 +46,9 @@
 #include "app_expect.h"
 #include "ps/ps.h"
 
-DEFINE_string(mode, "workload", "slow_handle | workload | rounds");
+DEFINE_string(mode, "workload", "slow_handle | workload | rounds | callbacks");
+DEFINE_int32(callbacks, 6000, "callbacks: pushes with a callback that server app 0 never answers");
+DEFINE_int32(block_ms, 6000, "callbacks: how long the first callback that runs blocks");
 DEFINE_int32(slow_ms, 20000, "slow_handle: how long server app 0 holds the marked request");
 DEFINE_bool(own_thread, true,
             "slow_handle: server apps run on their own threads (Customer::Delivery::kOwnThread) "
@@ -223,11 +231,42 @@ int RunRoundsWorker() {
   return 0;
 }
 
+// Worker 0 of --mode=callbacks: --callbacks pushes with callbacks that server app 0
+// holds unanswered until the test kills the server; then every request ends early, and
+// its callback goes to the worker's own thread, where the first one blocks --block_ms.
+int RunCallbacksWorker() {
+  ps::KVWorker<uint64_t> kv(kStoreApp, 0);
+  std::atomic<int> ran{0};
+  std::vector<int> timestamps;
+  for (int i = 0; i < FLAGS_callbacks; ++i) {
+    timestamps.push_back(kv.Push({static_cast<ps::Key>(i)}, {1}, {}, 0, [&ran] {
+      if (ran.fetch_add(1) == 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(FLAGS_block_ms));
+      }
+    }));
+  }
+  Say("worker 0: %d pushes wait for their answers", FLAGS_callbacks);
+  const double began = WallNow();
+  while (ran.load() < FLAGS_callbacks && WallNow() - began < 120) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // A customer remembers its newest 4096 failures: those are the ones Wait can tell.
+  const size_t told = std::min<size_t>(timestamps.size(), 4096);
+  size_t unavailable = 0;
+  for (size_t i = timestamps.size() - told; i < timestamps.size(); ++i) {
+    unavailable += kv.Wait(timestamps[i]).code() == ps::Status::Code::kUnavailable;
+  }
+  Say("worker 0: %d of %d callbacks ran; the newest %zu requests: %zu ended Unavailable",
+      ran.load(), FLAGS_callbacks, told, unavailable);
+  return ran.load() == FLAGS_callbacks && unavailable == told ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char* argv[]) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
-  if (FLAGS_mode != "slow_handle" && FLAGS_mode != "workload" && FLAGS_mode != "rounds") {
+  if (FLAGS_mode != "slow_handle" && FLAGS_mode != "workload" && FLAGS_mode != "rounds" &&
+      FLAGS_mode != "callbacks") {
     std::fprintf(stderr, "unknown --mode %s\n", FLAGS_mode.c_str());
     return 2;
   }
@@ -244,12 +283,19 @@ int main(int argc, char* argv[]) {
       store = std::make_unique<ps::KVServer<uint64_t>>(kStoreApp);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(FLAGS_handle_after_ms));
-    store->set_request_handle(Store());
+    if (FLAGS_mode == "callbacks") {
+      // Holds every request: none is answered.
+      store->set_request_handle(
+          [](const ps::KVMeta&, const ps::KVPairs<uint64_t>&, ps::KVServer<uint64_t>*) {});
+    } else {
+      store->set_request_handle(Store());
+    }
   }
   int rc = 0;
   if (ps::IsWorker()) {
     rc = FLAGS_mode == "slow_handle" ? RunSlowHandleWorker()
          : FLAGS_mode == "workload"  ? RunWorkloadWorker()
+         : FLAGS_mode == "callbacks" ? RunCallbacksWorker()
                                      : RunRoundsWorker();
   }
   try {

@@ -157,10 +157,11 @@ class Job:
         self.procs = []
         return self
 
-    def launch(self, app, launcher, workers, servers, app_args, timeout_s):
+    def launch(self, app, launcher, workers, servers, app_args, timeout_s, env=None):
+        """Under the launcher, with the short HEARTBEATS unless env (a dict) is given."""
         cmd = [sys.executable, launcher, "-n", str(workers), "-s", str(servers),
                "--timeout", str(timeout_s)]
-        for k, v in HEARTBEATS.items():
+        for k, v in (HEARTBEATS if env is None else env).items():
             cmd += ["--env", f"{k}={v}"]
         cmd += ["--", app, f"--marker={self.marker}", *app_args]
         p = Process("launcher", cmd, dict(os.environ), self.tmp.name)
@@ -419,9 +420,76 @@ def killed_scheduler_makes_every_node_exit_non_zero(launcher, app, f):
                      f"server {rank} did not report its failed ps::Finalize")
 
 
+def frozen_worker_says_it_was_stalled_and_exits_non_zero(launcher, app, f):
+    """Nodes started by hand; worker 0 frozen by SIGSTOP for twice the heartbeat timeout,
+    then resumed: the scheduler has declared it dead meanwhile; the worker says that it
+    did not run itself (it does not blame a silent scheduler), learns from the scheduler
+    that it is dead, and exits 1 saying so. The others finish and exit 1 (the job lost
+    a node)."""
+    args = ["--mode=rounds", "--rounds=40", "--round_ms=100"]
+    with Job() as job:
+        nodes = job.start_by_hand(app, 2, 1, args)
+        w0 = nodes["worker 0"]
+        if not wait_until(lambda: "worker 0: round 2 done" in w0.text(), START_S):
+            raise AssertionError("worker 0 did not get through 3 rounds")
+        w0.proc.send_signal(signal.SIGSTOP)
+        time.sleep(2 * TIMEOUT_S)
+        w0.proc.send_signal(signal.SIGCONT)
+        resumed_at = time.time()
+        f.expect(wait_exits([w0], DETECT_S + 2), "worker 0 did not exit after it resumed")
+        text = w0.text()
+        if w0.exited_at is not None:
+            print(f"worker 0: exited {w0.proc.returncode} {w0.exited_at - resumed_at:.2f} s "
+                  "after it resumed")
+        f.expect(w0.proc.returncode == 1, f"worker 0 exited {w0.proc.returncode}, not 1")
+        f.expect(re.search(r"this node did not run for [\d.]+ s \(it was stopped, or starved "
+                           r"of CPU\)", text) is not None, "worker 0 did not say it was stalled")
+        f.expect(re.search(r"the scheduler declared this node dead \(silent for more than "
+                           r"PS_HEARTBEAT_TIMEOUT=3 s: this node did not run for [\d.]+ s",
+                           text) is not None,
+                 "worker 0 did not say that the scheduler declared it dead after its stall")
+        f.expect("has been silent" not in text, "worker 0 blamed a silent scheduler")
+        rest = [n for name, n in nodes.items() if name != "worker 0"]
+        f.expect(wait_exits(rest, 30), "not every other node exited")
+        for n in rest:
+            f.expect(n.proc.returncode == 1, f"{n.name} exited {n.proc.returncode}, not 1")
+        f.expect("worker 1: finished 40 rounds, all sums correct" in nodes["worker 1"].text(),
+                 "worker 1 did not finish its rounds")
+
+
+def blocked_callbacks_do_not_stall_the_control_loop(launcher, app, f):
+    """Nodes started by hand; worker 0 has 6000 pushes with callbacks pending at server 0,
+    which never answers and is then killed. Every request ends Unavailable and its
+    callback goes to the worker's own thread, where the first blocks twice the heartbeat
+    timeout while the others fill the thread's queue (4096): the worker's control loop
+    does not wait for room, so its heartbeats go on and it is not declared dead; then
+    every callback runs."""
+    args = ["--mode=callbacks", "--callbacks=6000", f"--block_ms={int(2000 * TIMEOUT_S)}"]
+    with Job() as job:
+        nodes = job.start_by_hand(app, 1, 1, args)
+        w0 = nodes["worker 0"]
+        if not wait_until(lambda: "worker 0: 6000 pushes wait" in w0.text(), START_S):
+            raise AssertionError("worker 0 did not issue its pushes")
+        time.sleep(0.5)
+        nodes["server 0"].proc.send_signal(signal.SIGKILL)
+        f.expect(wait_exits([w0], 3 * TIMEOUT_S + 20), "worker 0 did not exit")
+        text = w0.text()
+        f.expect("worker 0: 6000 of 6000 callbacks ran; the newest 4096 requests: 4096 ended "
+                 "Unavailable" in text,
+                 "worker 0 did not see every callback run and every request end Unavailable")
+        f.expect("declared this node dead" not in text, "worker 0 was declared dead")
+        f.expect(w0.proc.returncode == 1, f"worker 0 exited {w0.proc.returncode}, not 1 "
+                 "(the job lost server 0)")
+        sched = nodes["scheduler"]
+        f.expect(wait_exits([sched], 20), "the scheduler did not exit")
+        f.expect(re.search(r"worker 0 \(node 9,.*declared dead", sched.text()) is None,
+                 "the scheduler declared worker 0 dead")
+
+
 def _dropped_worker_continuation(app, f, quit_how):
     """Worker 1 of 2 stops after its third round (killed, or exits 0 without
-    Finalize); worker 0, the servers and the scheduler must finish cleanly."""
+    Finalize); worker 0, the servers and the scheduler must finish their work, then exit
+    1 saying that the job lost worker 1 (a supervisor must not read success)."""
     rounds = 20
     args = ["--mode=rounds", f"--rounds={rounds}", "--round_ms=100"]
     if quit_how == "exit0":
@@ -451,9 +519,11 @@ def _dropped_worker_continuation(app, f, quit_how):
                 print(f"{n.name}: exited {n.proc.returncode} {n.exited_at - stopped_at:.2f} s "
                       "after worker 1 stopped")
         for n in rest:
-            f.expect(n.proc.returncode == 0, f"{n.name} exited {n.proc.returncode}, not 0")
+            f.expect(n.proc.returncode == 1, f"{n.name} exited {n.proc.returncode}, not 1")
             label = "scheduler 0" if n.name == "scheduler" else n.name
             f.expect(f"{label}: finalized" in n.text(), f"{n.name} did not finalize")
+            f.expect("the job lost worker 1 (node 11) (declared dead): this process exits "
+                     "with status 1" in n.text(), f"{n.name} did not say why it exits 1")
         w0 = nodes["worker 0"].text()
         f.expect(f"worker 0: finished {rounds} rounds, all sums correct" in w0,
                  "worker 0 did not finish its rounds")
@@ -461,13 +531,15 @@ def _dropped_worker_continuation(app, f, quit_how):
         f.expect(re.search(r"worker 1 \(node 11, tcp://127\.0\.0\.1:\d+\) has been silent for "
                            r"more than PS_HEARTBEAT_TIMEOUT=3 s: declared dead", sched)
                  is not None, "the scheduler did not declare worker 1 dead")
-        f.expect(sched.count("declared dead") == 1, "the scheduler declared another node dead")
+        f.expect(len(re.findall(r"has been silent for more than PS_HEARTBEAT_TIMEOUT=3 s: "
+                                r"declared dead", sched)) == 1,
+                 "the scheduler declared another node dead")
 
 
 def killed_worker_is_dropped_and_the_others_finish(launcher, app, f):
     """Nodes started by hand; SIGKILL of worker 1 of 2: it is declared dead and dropped
     from barriers; worker 0 finishes its rounds, ps::Finalize (with barrier) completes
-    and the scheduler, servers and worker 0 exit 0."""
+    and the scheduler, servers and worker 0 exit 1, naming the lost worker."""
     _dropped_worker_continuation(app, f, "kill")
 
 
@@ -477,7 +549,31 @@ def worker_exiting_without_finalize_is_dropped_and_the_others_finish(launcher, a
     _dropped_worker_continuation(app, f, "exit0")
 
 
+def no_node_is_declared_dead_at_drop_rate_0_5(launcher, app, f):
+    """Under the launcher with PS_RESEND=1, PS_DROP_RATE=0.5 and the default heartbeats
+    (every 1 s, dead after 10 s): a 30 s push/pull workload. Heartbeats are never
+    resent, so half of them and of their answers are lost; liveness counts any message
+    from a node, and a node whose answer is overdue asks again at every check: nobody
+    is declared dead, nobody gives up, the job exits 0."""
+    env = {"PS_RESEND": "1", "PS_DROP_RATE": "0.5", "PS_RESEND_TIMEOUT": "50"}
+    with Job() as job:
+        p = job.launch(app, launcher, 2, 2, ["--mode=workload", "--run_s=30"], 90, env=env)
+        f.expect(wait_exits([p], 110), "the job did not end")
+        out = p.text()
+        f.expect(p.proc.returncode == 0, f"the job exited {p.proc.returncode}, not 0")
+        for rank in (0, 1):
+            f.expect(f"worker {rank}: no request failed in 30 s" in out,
+                     f"worker {rank} did not finish its workload")
+        f.expect("declared dead" not in out and "has been silent" not in out,
+                 "a node was declared dead, or gave up on a silent scheduler")
+        left = job.left()
+        f.expect(left == [], f"processes left: {left}")
+
+
 BEHAVIOURS = {fn.__name__: fn for fn in (
+    no_node_is_declared_dead_at_drop_rate_0_5,
+    frozen_worker_says_it_was_stalled_and_exits_non_zero,
+    blocked_callbacks_do_not_stall_the_control_loop,
     slow_handle_is_not_declared_dead,
     slow_handle_with_default_delivery_is_not_declared_dead,
     frozen_server_fails_pending_requests_and_ends_the_job,

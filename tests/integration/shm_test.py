@@ -12,7 +12,8 @@ their van's counters, and /proc shows the mappings), then SIGKILLs a node and ch
   killed_worker_leaves_no_ring_mapped_and_no_segment: nodes started by hand, worker 1
     of 2 killed; the server, kept busy by worker 0, unmaps both of its rings with
     worker 1 (the one worker 1 made, and its own to worker 1) within the heartbeat
-    timeout plus the van's grace; everyone else finishes and exits 0.
+    timeout plus the van's grace; everyone else finishes, then exits 1 (the job lost a
+    node).
   killed_server_ends_the_job_and_leaves_no_segment: under the launcher, the server
     killed; the launcher ends the job.
 
@@ -88,8 +89,11 @@ def killed_worker_leaves_no_ring_mapped_and_no_segment(launcher, app, f):
             pass
         rest = [n for name, n in nodes.items() if name != "worker 1"]
         f.expect(wait_exits(rest, 40), "not every other node exited")
+        # The job lost a node: everyone else finishes, then exits 1 saying so.
         for n in rest:
-            f.expect(n.proc.returncode == 0, f"{n.name} exited {n.proc.returncode}, not 0")
+            f.expect(n.proc.returncode == 1, f"{n.name} exited {n.proc.returncode}, not 1")
+            f.expect("the job lost worker 1 (node 11) (declared dead)" in n.text(),
+                     f"{n.name} did not say that the job lost worker 1")
         f.expect("shm_app: worker 0 finished" in w0.text(), "worker 0 did not finish")
         check_nothing_left(job, before, f)
 

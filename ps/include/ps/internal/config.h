@@ -117,6 +117,13 @@ struct Config {
   static const char* const kNames[];
 };
 
+// A node whose liveness checks (every fraction of a second) find that this much time
+// passed since the last one did not run meanwhile (it was stopped, or starved of CPU):
+// the silence it would see is its own, and others get a new PS_HEARTBEAT_TIMEOUT.
+inline double LivenessStallSeconds(double heartbeat_timeout_s) {
+  return heartbeat_timeout_s / 2 > 1 ? heartbeat_timeout_s / 2 : 1;
+}
+
 // Seconds as people write them in the environment: "10", "0.5" (not "10.000000").
 std::string SecondsText(double seconds);
 

@@ -212,6 +212,11 @@ class Postoffice {
   void StopRuntime();
   // Finalize: lets the customers' own threads finish what reached them (bounded).
   void DrainCustomers();
+  // The scheduler's Finalize: waits until every other node has left or died (bounded).
+  void WaitForNodesToLeave();
+  // The end of Finalize: if the job lost a node (declared dead), says so and makes the
+  // process exit with status 1 when it ends (an atexit handler), whatever main returns.
+  void ExitNonZeroIfNodesWereLost();
   // Stamps this node as the sender (or keeps one of its instance ids); Unavailable if
   // the node gave up or the recipient is gone (an ACK may still go to a node that left).
   Status PrepareSend(Message& msg);
@@ -267,6 +272,10 @@ class Postoffice {
 
   // Liveness, as seen from this node.
   std::atomic<int64_t> scheduler_heard_ns_{0};  // steady clock, any message from it
+  int64_t last_scheduler_check_ns_ = 0;  // CheckScheduler's previous run (control loop)
+  // How long this node last found it had not run (CheckScheduler), for the message
+  // should the scheduler have declared it dead meanwhile; control loop only.
+  double stalled_for_s_ = 0;
   std::atomic<bool> finalizing_{false};
 
   // Idle trimming (TrimMemoryIfIdle), on the control loop only.
