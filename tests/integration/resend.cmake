@@ -13,6 +13,17 @@ foreach(rate 0.01 0.05 0.1 0.2)
   set_tests_properties(${name} PROPERTIES TIMEOUT 330)
 endforeach()
 
+# Every setting but PS_RESEND and the drop rate at its default (PS_RESEND_TIMEOUT 1 s,
+# heartbeats every 1 s, dead after 10 s): each run takes 25-60 s, mostly waiting for
+# resends; the job must end with exit 0 (the scheduler stays until every node left, so
+# a closing barrier's release that is lost a few times still arrives).
+add_test(NAME integration.resend_push_pull_is_exact_with_default_timeouts_in_8_of_8_runs_at_drop_rate_0.2
+  COMMAND ${RESEND_TEST} $<TARGET_FILE:kv_correctness> exact --rate 0.2 --runs 8 --keys 100
+          --jobs 4 --resend-timeout-ms 0 --job-timeout 120)
+set_tests_properties(
+  integration.resend_push_pull_is_exact_with_default_timeouts_in_8_of_8_runs_at_drop_rate_0.2
+  PROPERTIES TIMEOUT 400)
+
 add_test(NAME integration.resend_fifo_has_no_inversions_at_drop_rate_0.1
   COMMAND ${RESEND_TEST} $<TARGET_FILE:fifo_order> fifo --rate 0.1 --pushes 20000)
 set_tests_properties(integration.resend_fifo_has_no_inversions_at_drop_rate_0.1

@@ -6,8 +6,9 @@ Usage:
   resend_test.py LAUNCHER FIFO_ORDER     fifo   --rate R [--pushes P]
   resend_test.py LAUNCHER FIFO_ORDER     memory --rate R [--pushes P]
 
-Every node of every job gets PS_RESEND=1, PS_DROP_RATE=R, a short PS_RESEND_TIMEOUT and
-a PS_DROP_SEED of its own per run, so a failing run can be replayed. Drops hit every
+Every node of every job gets PS_RESEND=1, PS_DROP_RATE=R, a short PS_RESEND_TIMEOUT
+(--resend-timeout-ms 0: the default) and a PS_DROP_SEED of its own per run, so a failing
+run can be replayed. Drops hit every
 message a node receives: joins, heartbeats, barriers, ACKs and data alike.
 
   exact   N runs of kv_correctness (2 servers, 2 workers): every run must exit 0 with
@@ -84,7 +85,8 @@ def run_job(launcher, app, workers, servers, rate, seed, app_args, job_timeout):
     env_args = []
     for kv in ("PS_RESEND=1", f"PS_RESEND_TIMEOUT={_resend_timeout_ms}",
                f"PS_DROP_RATE={rate}", f"PS_DROP_SEED={seed}"):
-        env_args += ["--env", kv]
+        if kv != "PS_RESEND_TIMEOUT=0":  # 0: the default
+            env_args += ["--env", kv]
     cmd = [sys.executable, launcher, "-n", str(workers), "-s", str(servers),
            "--timeout", str(job_timeout)] + env_args + ["--", app] + app_args
     start = time.monotonic()
@@ -115,8 +117,9 @@ def total(final, key):
 
 
 def reproduce(launcher, app, workers, servers, rate, seed, app_args):
-    return (f"{launcher} -n {workers} -s {servers} --env PS_RESEND=1 "
-            f"--env PS_RESEND_TIMEOUT={_resend_timeout_ms} --env PS_DROP_RATE={rate} "
+    timeout = f"--env PS_RESEND_TIMEOUT={_resend_timeout_ms} " if _resend_timeout_ms else ""
+    return (f"{launcher} -n {workers} -s {servers} --env PS_RESEND=1 {timeout}"
+            f"--env PS_DROP_RATE={rate} "
             f"--env PS_DROP_SEED={seed} -- {app} {' '.join(app_args)}")
 
 
@@ -235,7 +238,8 @@ def main():
     p.add_argument("--jobs", type=int, default=4, help="jobs run at the same time (exact)")
     p.add_argument("--pushes", type=int, default=20000)
     p.add_argument("--resend-timeout-ms", type=int, default=RESEND_TIMEOUT_MS,
-                   help="PS_RESEND_TIMEOUT for every node (default: %(default)s)")
+                   help="PS_RESEND_TIMEOUT for every node (default: %(default)s; 0 leaves "
+                        "it at the runtime's default)")
     p.add_argument("--job-timeout", type=int, default=90,
                    help="the launcher's --timeout for each job, in seconds")
     args = p.parse_args()
