@@ -24,6 +24,8 @@ namespace {
 constexpr std::chrono::seconds kEarlyMessageGrace(10);
 // How often request deadlines are checked.
 constexpr std::chrono::milliseconds kRequestSweep(200);
+// Resends per channel and tick of the resend timer, at most (the rest go at the next).
+constexpr size_t kResendBurst = 1024;
 // How long a node that gives up waits before it exits, so that the apps' threads
 // can report the errors their requests ended with.
 constexpr std::chrono::milliseconds kGiveUpGrace(1000);
@@ -328,7 +330,9 @@ void Postoffice::GiveUp(const std::string& why) {
 void Postoffice::ResendDue() {
   for (int c = 0; c < 2; ++c) {
     ResendOutbox* outbox = outbox_[c].get();
-    for (Message& m : outbox->DueForResend(std::chrono::steady_clock::now())) {
+    // A bounded burst per tick: the loop also carries heartbeats, ACK bookkeeping and
+    // every deadline, and a large backlog of resends must not hold them up.
+    for (Message& m : outbox->DueForResend(std::chrono::steady_clock::now(), kResendBurst)) {
       if (!membership_.Get()->IsAlive(m.meta.recipient) && membership_.Get()->version > 0) {
         outbox->Ack(m.meta.recipient, m.meta.sequence);
         continue;

@@ -42,11 +42,13 @@ bool ResendOutbox::Ack(int recipient, uint64_t seq) {
   return true;
 }
 
-std::vector<Message> ResendOutbox::DueForResend(Clock::time_point now) {
+std::vector<Message> ResendOutbox::DueForResend(Clock::time_point now, size_t limit) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::pair<int, uint64_t>> due;
-  auto end = schedule_.upper_bound(DueKey(now, UINT64_MAX));
-  for (auto it = schedule_.begin(); it != end; ++it) due.push_back(it->second);
+  auto end = schedule_.begin();
+  for (; end != schedule_.end() && due.size() < limit && end->first.first <= now; ++end) {
+    due.push_back(end->second);
+  }
   schedule_.erase(schedule_.begin(), end);
 
   std::vector<std::pair<uint64_t, Pending*>> by_order;  // (Track order, entry)

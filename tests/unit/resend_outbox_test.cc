@@ -111,6 +111,25 @@ TEST(ResendOutboxTest, DropPeerForgetsOnlyThatPeer) {
   EXPECT_EQ(outbox.Track(&next5, kStart), 2u);
 }
 
+TEST(ResendOutboxTest, ALimitedResendTakesTheEarliestDueAndLeavesTheRestDue) {
+  ResendOutbox outbox(milliseconds(10), milliseconds(100));
+  for (int i = 0; i < 5; ++i) {
+    Message m = To(8);
+    outbox.Track(&m, kStart + milliseconds(i));
+  }
+  const auto now = kStart + milliseconds(20);
+  std::vector<Message> first = outbox.DueForResend(now, 2);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0].meta.sequence, 1u);
+  EXPECT_EQ(first[1].meta.sequence, 2u);
+  std::vector<Message> rest = outbox.DueForResend(now, 10);
+  ASSERT_EQ(rest.size(), 3u);
+  EXPECT_EQ(rest[0].meta.sequence, 3u);
+  EXPECT_EQ(rest[2].meta.sequence, 5u);
+  EXPECT_TRUE(outbox.DueForResend(now, 10).empty());
+  EXPECT_EQ(outbox.Size(), 5u);
+}
+
 TEST(ResendOutboxTest, ConcurrentTrackKeepsSequencesUnique) {
   constexpr int kThreads = 8;
   constexpr int kPerThread = 2000;

@@ -50,10 +50,11 @@ class ResendOutbox {
   // duplicate or stale ACK), which is normal and needs no action.
   bool Ack(int recipient, uint64_t seq);
 
-  // Copies of the messages whose resend time is <= `now`, oldest Track first (so that
-  // each link's resends go out in sequence order). Each one's wait is doubled, up to the
-  // cap, and its next resend time becomes `now` + that wait.
-  std::vector<Message> DueForResend(Clock::time_point now);
+  // Copies of the messages whose resend time is <= `now`, at most `limit` of them (the
+  // earliest due), oldest Track first (so that each link's resends go out in sequence
+  // order). Each one's wait is doubled, up to the cap, and its next resend time becomes
+  // `now` + that wait; the others stay due for the next call.
+  std::vector<Message> DueForResend(Clock::time_point now, size_t limit = SIZE_MAX);
 
   // The recipient is dead or left: forgets every message tracked for it and returns how
   // many. The link's numbering restarts at 1, as a restarted recipient expects.
