@@ -267,6 +267,9 @@ void OptimizerServer::MaybeCheckpoint() {
   } catch (const std::exception& e) {
     LOG(ERROR) << "periodic checkpoint failed: " << e.what();
     return;
+  } catch (...) {
+    LOG(ERROR) << "periodic checkpoint failed: an exception that is not a std::exception";
+    return;
   }
   if (writer_.joinable()) writer_.join();
   writing_ = true;
@@ -279,6 +282,8 @@ void OptimizerServer::MaybeCheckpoint() {
         s = WriteCheckpoint(path, *data);
       } catch (const std::exception& e) {
         s = Status::Internal(e.what());
+      } catch (...) {
+        s = Status::Internal("an exception that is not a std::exception");
       }
     }
     if (!s.ok()) LOG(ERROR) << "periodic checkpoint failed: " << s;
@@ -409,6 +414,8 @@ void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positio
     }
   } catch (const std::exception& e) {
     failed = Status::Internal(std::string("server failed: ") + e.what());
+  } catch (...) {
+    failed = Status::Internal("server failed: an exception that is not a std::exception");
   }
   if (!failed.ok()) {
     std::lock_guard<std::mutex> lock(req->status_mu);
