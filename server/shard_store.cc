@@ -84,6 +84,10 @@ Status ShardStore::FindOrCreate(const StoreKey& key, uint32_t want_len, uint32_t
 
 Status ShardStore::Create(const StoreKey& key, uint32_t len, Slot* slot) {
   if (len == 0) return Status::InvalidArgument("cannot create a key of length 0");
+  if (len > kMaxValueLength) {
+    return Status::InvalidArgument("cannot create " + key.Name() + " with " + std::to_string(len) +
+                                   " values: the limit is " + std::to_string(kMaxValueLength));
+  }
   Slot s;
   s.len = len;
   if (key.chunk < 0 && len == 1) {
@@ -260,8 +264,13 @@ void ShardStore::Snapshot(std::vector<CheckpointRecord>* out) const {
 }
 
 Status ShardStore::Restore(const CheckpointRecord& record) {
+  if (record.values.size() > kMaxValueLength) {
+    return Status::DataLoss("checkpoint record of key " + std::to_string(record.key) + " holds " +
+                            std::to_string(record.values.size()) + " values; the limit is " +
+                            std::to_string(kMaxValueLength));
+  }
   uint32_t len = static_cast<uint32_t>(record.values.size());
-  if (len == 0 || record.state.size() != len * width_) {
+  if (len == 0 || record.state.size() != size_t{len} * width_) {
     return Status::DataLoss("checkpoint record of key " + std::to_string(record.key) +
                             " does not fit this optimizer");
   }

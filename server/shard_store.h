@@ -53,6 +53,12 @@ struct StoreKeyHash {
 // Step counts are 32 bits and stop at this (see Slot::NextStep).
 constexpr uint32_t kMaxSteps = 0xfffffffe;
 
+// The most values one key or chunk holds. A length is 32-bit unsigned here (Slot::len),
+// and a pull's answer carries it in its lens frame as int32: the smaller bound holds, so
+// that every stored length can be answered. Requests are checked against it before any
+// key is touched (server/request_bounds.h).
+constexpr uint32_t kMaxValueLength = 0x7fffffff;
+
 // A view of one stored key or chunk. It stays valid until the next insert or erase on
 // its store: either may move the record it points into.
 struct Slot {
@@ -76,7 +82,8 @@ class ShardStore {
   ShardStore(const Optimizer* optimizer, const ValueInit& init);
 
   // The slot of `key`. A present key must hold `want_len` values (0: any length),
-  // else InvalidArgument; an absent one is created with `create_len` initialised values.
+  // else InvalidArgument; an absent one is created with `create_len` initialised values
+  // (1 to kMaxValueLength, else InvalidArgument).
   // A whole key and the chunks of the same key never mix: asking for one where the
   // other is stored is InvalidArgument naming both (chunk 0 lives on the key's shard,
   // so this shard can tell).

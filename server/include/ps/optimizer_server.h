@@ -10,9 +10,11 @@
 // Keys are created on first use: a push creates the key with the push's length, a
 // pull of an unknown key creates it with `default_length` values; both initialise
 // the values by `init` (see OptimizerServerOptions for synchronous aggregation and
-// checkpoints). A push whose length differs from the key's is refused with
-// InvalidArgument (the other keys of that request on other shards may already be
-// updated; the error says which key).
+// checkpoints). A key holds 1 to 2^31 - 1 values (a pull's answer gives lengths as
+// int32): a push with a key of no values or of more, or a chunk of more, is refused
+// with InvalidArgument naming the key and the limit, before any key is touched. A push
+// whose length differs from the key's is refused with InvalidArgument (the other keys
+// of that request on other shards may already be updated; the error says which key).
 //
 // Keys can be erased: a push with cmd kEraseKeysCmd (below) removes its keys instead
 // of updating them.
@@ -56,7 +58,7 @@ struct OptimizerServerOptions {
   ValueInit init;
   // Shard threads; 0 means PS_SERVER_THREADS, else the cores this process may use.
   int threads = 0;
-  uint32_t default_length = 1;     // values of a key first seen in a pull
+  uint32_t default_length = 1;  // values of a key first seen in a pull, 1 to 2^31 - 1
   // Synchronous aggregation, for jobs run with PS_CONSISTENCY=bsp (the constructor
   // refuses other models): the pushes of one clock (KVWorker::Clock) are summed per
   // key, and once every live worker has ended that clock the optimizer runs once per
@@ -79,8 +81,9 @@ struct OptimizerServerOptions {
 
 class OptimizerServer {
  public:
-  // Starts serving app_id. Throws ps::Error if the options are invalid or Start has
-  // not been called.
+  // Starts serving app_id. Throws ps::Error if the options are invalid (a
+  // default_length of 0 or over 2^31 - 1 among them) or, with sync_aggregation, if
+  // Start has not been called.
   OptimizerServer(int app_id, const OptimizerServerOptions& options);
   // Finishes queued work and stops the shard threads.
   ~OptimizerServer();
@@ -112,13 +115,15 @@ class OptimizerServer {
   // The shard of chunk `chunk` of key (-1: the whole key). Chunk 0 shares the key's
   // shard, so that a shard can tell a whole key from a chunked one.
   static int ShardOf(Key key, int32_t chunk, int threads);
-  // Checks a chunk request's layout against the job's chunk size; sets *len to the
-  // chunk's length.
+  // Checks a chunk request's layout against the job's chunk size, and its length
+  // against the limit of 2^31 - 1 values; sets *len to the chunk's length.
   static Status CheckChunk(const KVMeta& meta, const KVPairs<float>& data, uint32_t* len);
 
  private:
   struct Request;
   void Handle(const KVMeta& meta, const KVPairs<float>& data);
+  // Answers a request that Handle refuses before any part is queued.
+  void Refuse(const KVMeta& meta, const Status& why);
   void RunPart(Request* request, const std::vector<uint32_t>* positions, int part,
                ShardStore& store);
   void Finish(Request* request);
