@@ -109,11 +109,13 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
   last_checkpoint_time_ = NowSeconds();
   if (options_.sync_aggregation) {
     // Each new minimum clock closes the rounds below it, on every shard, in queue
-    // order after the pushes taken before it.
+    // order after the pushes taken before it. Once that is queued on every shard,
+    // Handle checks clocks against it: each part it queues then runs after it.
     clock_listener_ = Postoffice::Get()->clocks()->AddListener([this](int64_t minimum) {
       for (auto& shard : shards_) {
         shard->Enqueue([minimum](ShardStore& store) { store.CloseRounds(minimum); });
       }
+      closing_below_.store(minimum, std::memory_order_release);
     });
   }
   // The handle only splits requests onto the shards' bounded queues: it runs on the
@@ -131,6 +133,13 @@ OptimizerServer::~OptimizerServer() {
     if (ClockClient* clocks = Postoffice::Get()->clocks()) clocks->RemoveListener(clock_listener_);
   }
   server_->Close();  // no new requests; the shards finish and answer the taken ones
+  // Rounds no longer close: the requests parked for them are answered, after the
+  // parts queued before (which may park), and the open rounds are dropped.
+  for (auto& shard : shards_) {
+    shard->Enqueue([](ShardStore& store) {
+      store.Shutdown(Status::Unavailable("the server is shutting down"));
+    });
+  }
   if (writer_.joinable()) writer_.join();
   shards_.clear();
   server_.reset();
@@ -143,9 +152,14 @@ void OptimizerServer::Refuse(const KVMeta& meta, const Status& why) {
 
 void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
   size_t n = data.keys.size();
-  if (options_.sync_aggregation && meta.push && !IsWorkerId(meta.sender)) {
-    return Refuse(
-        meta, Status::InvalidArgument("synchronous aggregation takes pushes from workers only"));
+  if (options_.sync_aggregation) {
+    if (meta.push && !IsWorkerId(meta.sender)) {
+      return Refuse(
+          meta, Status::InvalidArgument("synchronous aggregation takes pushes from workers only"));
+    }
+    Status clock = CheckClock(meta, closing_below_.load(std::memory_order_acquire),
+                              ShardStore::kMaxClocksAhead);
+    if (!clock.ok()) return Refuse(meta, clock);
   }
   if (n == 0) {
     server_->Response(meta, KVPairs<float>());
@@ -329,11 +343,19 @@ Status OptimizerServer::LoadCheckpoint(const std::string& path) {
 void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positions, int part,
                               ShardStore& store) {
   // BSP: a pull in clock c sees every push of the clocks below c, so it waits (parked
-  // on its shard, the shard goes on) until those rounds are applied.
+  // on its shard, the shard goes on) until those rounds are applied, or the server stops.
   if (options_.sync_aggregation && req->meta.pull && req->meta.clock > store.closed_below()) {
-    store.Park(req->meta.clock, [this, req, positions, part](ShardStore& s) {
-      RunPart(req, positions, part, s);
-    });
+    ShardStore::KeyList keys{req->data.keys.data(), positions ? positions->data() : nullptr,
+                             positions ? positions->size() : req->data.keys.size()};
+    Status parked = store.Park(req->meta.clock, keys,
+                               [this, req, positions, part](ShardStore& s, const Status& ready) {
+                                 if (ready.ok()) {
+                                   RunPart(req, positions, part, s);
+                                 } else {
+                                   EndPart(req, ready);
+                                 }
+                               });
+    if (!parked.ok()) EndPart(req, parked);
     return;
   }
   Status failed;
@@ -389,9 +411,13 @@ void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positio
   } catch (...) {
     failed = Status::Internal("server failed: an exception that is not a std::exception");
   }
-  if (!failed.ok()) {
+  EndPart(req, failed);
+}
+
+void OptimizerServer::EndPart(Request* req, const Status& status) {
+  if (!status.ok()) {
     std::lock_guard<std::mutex> lock(req->status_mu);
-    if (req->status.ok()) req->status = failed;
+    if (req->status.ok()) req->status = status;
   }
   // The part that brings the count to zero answers; acq_rel makes every other part's
   // writes visible to it.

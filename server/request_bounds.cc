@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "ps/internal/clock_client.h"
 #include "ps/optimizer_server.h"
 #include "shard_store.h"
 
@@ -20,6 +21,13 @@ Status TooLong(Key key, uint64_t len) {
 Status NoValues(Key key) {
   return Status::InvalidArgument("push with a key that has no values (key " + std::to_string(key) +
                                  ")");
+}
+
+// What a minimum of `closing_below` means: "every counted worker has ended clock 6" for 7.
+std::string Applied(int64_t closing_below) {
+  if (closing_below == kAllClocksEnded) return "no worker counts any more";
+  if (closing_below == 0) return "no worker has ended a clock yet";
+  return "every counted worker has ended clock " + std::to_string(closing_below - 1);
 }
 
 }  // namespace
@@ -90,6 +98,36 @@ Status CheckChunkLayout(const KVMeta& meta, const KVPairs<float>& data, uint64_t
         std::to_string(data.vals.size()) + " values; expected " + std::to_string(expect));
   }
   *len = static_cast<uint32_t>(expect);
+  return Status::OK();
+}
+
+Status CheckClock(const KVMeta& meta, int64_t closing_below, int64_t max_ahead) {
+  const std::string what = std::string(meta.push ? "push" : "pull") + " of clock " +
+                           std::to_string(meta.clock) + " from node " + std::to_string(meta.sender);
+  if (meta.push && meta.clock < 0) {
+    return Status::InvalidArgument(
+        what +
+        ": synchronous aggregation sums pushes by the clock their worker stamps on "
+        "them; push from a KVWorker of this job");
+  }
+  if (meta.clock < -1) {
+    return Status::InvalidArgument(what + ": a clock is -1 (none) or at least 0");
+  }
+  if (meta.push && meta.clock < closing_below) {
+    return Status::InvalidArgument(what + " after the rounds of that clock were applied (" +
+                                   Applied(closing_below) +
+                                   "): it comes from a worker that no longer counts");
+  }
+  if (meta.clock > closing_below && meta.clock - closing_below > max_ahead) {
+    return Status::InvalidArgument(
+        what + " is " + std::to_string(meta.clock - closing_below) +
+        " clocks ahead of the minimum this server has heard of (" + Applied(closing_below) +
+        "); under BSP a worker is at most 1 clock ahead of the minimum, and the server takes "
+        "up to " +
+        std::to_string(max_ahead) +
+        " while new minimums are on their way to it: the sender does not keep the job's "
+        "clocks");
+  }
   return Status::OK();
 }
 

@@ -1,15 +1,17 @@
 // The bounds the OptimizerServer checks before it touches any key
 // (server/request_bounds.h): per-key value lengths the store and an answer can hold,
-// and chunks that fit the job's chunks. Requests that declare huge lengths are built
-// as views (SArray over one float) that claim the size: the checks read sizes, never
-// values.
+// chunks that fit the job's chunks, and, under synchronous aggregation, clocks the
+// consistency model allows. Requests that declare huge lengths are built as views
+// (SArray over one float) that claim the size: the checks read sizes, never values.
 #include "ps/optimizer_server.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <limits>
 #include <string>
 
+#include "ps/internal/clock_client.h"
 #include "request_bounds.h"
 #include "shard_store.h"
 
@@ -150,6 +152,49 @@ TEST(OptimizerServer, RefusesADefaultLengthNoAnswerCanDescribe) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(kLimit), std::string::npos) << e.what();
   }
+}
+
+KVMeta ClockMeta(bool push, int64_t clock) {
+  KVMeta meta;
+  meta.push = push;
+  meta.pull = !push;
+  meta.clock = clock;
+  meta.sender = 9;
+  return meta;
+}
+
+constexpr int64_t kAhead = ShardStore::kMaxClocksAhead;
+
+TEST(RequestClocks, APushNeedsAClockAndAPullHasOneOrNone) {
+  Status none = CheckClock(ClockMeta(true, -1), 0, kAhead);
+  EXPECT_EQ(none.code(), Status::Code::kInvalidArgument);
+  EXPECT_TRUE(Says(none, "push of clock -1 from node 9")) << none.message();
+  EXPECT_TRUE(CheckClock(ClockMeta(false, -1), 5, kAhead).ok()) << "a pull that waits for nothing";
+  EXPECT_FALSE(CheckClock(ClockMeta(false, -2), 0, kAhead).ok());
+  EXPECT_FALSE(CheckClock(ClockMeta(false, std::numeric_limits<int64_t>::min()), 0, kAhead).ok());
+}
+
+TEST(RequestClocks, ARequestMayBeAtMostTheBoundAheadOfTheMinimumHeardOf) {
+  for (bool push : {true, false}) {
+    EXPECT_TRUE(CheckClock(ClockMeta(push, 10), 10, kAhead).ok());
+    EXPECT_TRUE(CheckClock(ClockMeta(push, 11), 10, kAhead).ok()) << "BSP: one clock ahead";
+    EXPECT_TRUE(CheckClock(ClockMeta(push, 10 + kAhead), 10, kAhead).ok());
+    Status far = CheckClock(ClockMeta(push, 11 + kAhead), 10, kAhead);
+    EXPECT_EQ(far.code(), Status::Code::kInvalidArgument);
+    EXPECT_TRUE(Says(far, "clocks ahead")) << far.message();
+    EXPECT_TRUE(Says(far, "ended clock 9")) << far.message();
+    EXPECT_FALSE(CheckClock(ClockMeta(push, std::numeric_limits<int64_t>::max()), 0, kAhead).ok());
+  }
+}
+
+TEST(RequestClocks, APushToAnAppliedClockIsRefusedAndAPullOfOneWaitsForNothing) {
+  Status late = CheckClock(ClockMeta(true, 3), 4, kAhead);
+  EXPECT_EQ(late.code(), Status::Code::kInvalidArgument);
+  EXPECT_TRUE(Says(late, "no longer counts")) << late.message();
+  EXPECT_TRUE(CheckClock(ClockMeta(false, 3), 4, kAhead).ok());
+  // Once no worker counts, every clock is applied: pushes are late, pulls never wait.
+  EXPECT_FALSE(CheckClock(ClockMeta(true, 1000), kAllClocksEnded, kAhead).ok());
+  EXPECT_TRUE(CheckClock(ClockMeta(false, 1000), kAllClocksEnded, kAhead).ok());
 }
 
 }  // namespace

@@ -66,7 +66,12 @@ struct OptimizerServerOptions {
   // clock: a sparse key is averaged over the workers that touched it). Pushes are
   // acknowledged at once, never held back; a pull in clock c is answered once the
   // rounds of every clock below c are applied. Workers that die, leave or finish stop
-  // being waited for. See docs/consistency.md.
+  // being waited for. A request's clock must be one the model allows: a push without a
+  // clock or of a clock already applied, or a request more than 8 clocks ahead of the
+  // minimum the server last heard of (a worker is at most 1 ahead; the rest allows for
+  // minimums on their way), is refused with InvalidArgument; so a key has at most 9
+  // rounds open. At most 4096 pulls wait per key and shard (more: Unavailable); the
+  // destructor answers those still waiting with Unavailable. See docs/consistency.md.
   bool sync_aggregation = false;
   size_t queue_capacity = 4096;    // tasks waiting per shard before the receiver waits
 
@@ -85,7 +90,8 @@ class OptimizerServer {
   // default_length of 0 or over 2^31 - 1 among them) or, with sync_aggregation, if
   // Start has not been called.
   OptimizerServer(int app_id, const OptimizerServerOptions& options);
-  // Finishes queued work and stops the shard threads.
+  // Finishes queued work, answers the pulls still waiting for a round with
+  // Unavailable, drops the open rounds, and stops the shard threads.
   ~OptimizerServer();
 
   int num_threads() const { return static_cast<int>(shards_.size()); }
@@ -126,6 +132,9 @@ class OptimizerServer {
   void Refuse(const KVMeta& meta, const Status& why);
   void RunPart(Request* request, const std::vector<uint32_t>* positions, int part,
                ShardStore& store);
+  // Ends one part with `status` (the request's first failure wins); the last part to
+  // end answers.
+  void EndPart(Request* request, const Status& status);
   void Finish(Request* request);
   void MaybeCheckpoint();
   // Copies every shard's state, after the work queued before the call.
@@ -137,6 +146,9 @@ class OptimizerServer {
   std::atomic<uint64_t> answered_{0};
   std::atomic<uint64_t> pushes_taken_{0};
   int clock_listener_ = -1;  // sync_aggregation: closes rounds as the clocks move
+  // sync_aggregation: the newest minimum whose rounds every shard has been asked to
+  // close (set by the listener, read by Handle to check clocks).
+  std::atomic<int64_t> closing_below_{0};
   std::mutex save_mu_;  // serialises snapshots and checkpoint writes
   std::thread writer_;  // writes the periodic checkpoints
   std::atomic<bool> writing_{false};
