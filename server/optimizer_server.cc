@@ -14,6 +14,7 @@
 #include "ps/internal/clock_client.h"
 #include "ps/internal/hash.h"
 #include "ps/internal/kv_message.h"
+#include "request_bounds.h"
 #include "shard_thread.h"
 
 namespace ps {
@@ -69,40 +70,18 @@ int OptimizerServer::ShardOf(Key key, int32_t chunk, int threads) {
 
 Status OptimizerServer::CheckChunk(const KVMeta& meta, const KVPairs<float>& data,
                                    uint32_t* len) {
-  const uint64_t chunk_values = Postoffice::Get()->chunk_bytes() / sizeof(float);
-  if (data.keys.size() != 1) {
-    return Status::InvalidArgument("a chunk request carries " +
-                                   std::to_string(data.keys.size()) + " keys; expected one");
-  }
-  if (chunk_values == 0) {
-    return Status::InvalidArgument("a chunk arrived but this job does not chunk values "
-                                   "(PS_CHUNK_BYTES=0 on the scheduler)");
-  }
-  const uint64_t offset = meta.chunk_offset, whole = meta.value_len;
-  if (offset != static_cast<uint64_t>(meta.chunk) * chunk_values || offset >= whole ||
-      whole <= chunk_values) {
-    return Status::InvalidArgument(
-        "chunk " + std::to_string(meta.chunk) + " of key " + std::to_string(data.keys[0]) +
-        " at value " + std::to_string(offset) + " of " + std::to_string(whole) +
-        " does not match the job's chunks of " + std::to_string(chunk_values) + " values");
-  }
-  uint64_t expect = std::min<uint64_t>(chunk_values, whole - offset);
-  if (expect > UINT32_MAX) return Status::InvalidArgument("chunk too long");
-  if (meta.push && data.vals.size() != expect) {
-    return Status::InvalidArgument("chunk " + std::to_string(meta.chunk) + " of key " +
-                                   std::to_string(data.keys[0]) + " carries " +
-                                   std::to_string(data.vals.size()) + " values; expected " +
-                                   std::to_string(expect));
-  }
-  *len = static_cast<uint32_t>(expect);
-  return Status::OK();
+  return CheckChunkLayout(meta, data, Postoffice::Get()->chunk_bytes() / sizeof(float), len);
 }
 
 OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& options)
     : options_(options) {
   Status s = options_.optimizer.Validate();
   if (!s.ok()) throw Error("OptimizerServer: " + s.message());
-  if (options_.default_length == 0) throw Error("OptimizerServer: default_length must be >= 1");
+  if (options_.default_length == 0 || options_.default_length > kMaxValueLength) {
+    throw Error("OptimizerServer: default_length must be 1 to " + std::to_string(kMaxValueLength) +
+                " (a pull's answer gives each key's length as an int32); it is " +
+                std::to_string(options_.default_length));
+  }
   optimizer_ = Optimizer::Create(options_.optimizer);
   if (options_.sync_aggregation) {
     const ConsistencyModel& model = Postoffice::Get()->consistency();
@@ -130,11 +109,13 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
   last_checkpoint_time_ = NowSeconds();
   if (options_.sync_aggregation) {
     // Each new minimum clock closes the rounds below it, on every shard, in queue
-    // order after the pushes taken before it.
+    // order after the pushes taken before it. Once that is queued on every shard,
+    // Handle checks clocks against it: each part it queues then runs after it.
     clock_listener_ = Postoffice::Get()->clocks()->AddListener([this](int64_t minimum) {
       for (auto& shard : shards_) {
         shard->Enqueue([minimum](ShardStore& store) { store.CloseRounds(minimum); });
       }
+      closing_below_.store(minimum, std::memory_order_release);
     });
   }
   // The handle only splits requests onto the shards' bounded queues: it runs on the
@@ -152,52 +133,57 @@ OptimizerServer::~OptimizerServer() {
     if (ClockClient* clocks = Postoffice::Get()->clocks()) clocks->RemoveListener(clock_listener_);
   }
   server_->Close();  // no new requests; the shards finish and answer the taken ones
+  // Rounds no longer close: the requests parked for them are answered, after the
+  // parts queued before (which may park), and the open rounds are dropped.
+  for (auto& shard : shards_) {
+    shard->Enqueue([](ShardStore& store) {
+      store.Shutdown(Status::Unavailable("the server is shutting down"));
+    });
+  }
   if (writer_.joinable()) writer_.join();
   shards_.clear();
   server_.reset();
 }
 
+void OptimizerServer::Refuse(const KVMeta& meta, const Status& why) {
+  server_->ResponseError(meta, why);
+  answered_.fetch_add(1, std::memory_order_relaxed);
+}
+
 void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
   size_t n = data.keys.size();
-  if (options_.sync_aggregation && meta.push && !IsWorkerId(meta.sender)) {
-    server_->ResponseError(meta, Status::InvalidArgument(
-                                     "synchronous aggregation takes pushes from workers only"));
-    answered_.fetch_add(1, std::memory_order_relaxed);
-    return;
+  if (options_.sync_aggregation) {
+    if (meta.push && !IsWorkerId(meta.sender)) {
+      return Refuse(
+          meta, Status::InvalidArgument("synchronous aggregation takes pushes from workers only"));
+    }
+    Status clock = CheckClock(meta, closing_below_.load(std::memory_order_acquire),
+                              ShardStore::kMaxClocksAhead);
+    if (!clock.ok()) return Refuse(meta, clock);
   }
   if (n == 0) {
     server_->Response(meta, KVPairs<float>());
     answered_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  const bool erase = meta.cmd == kEraseKeysCmd;
-  if (erase && meta.pull) {
-    server_->ResponseError(meta, Status::InvalidArgument(
-                                     "kEraseKeysCmd is a push command; a pull or push-pull "
-                                     "cannot carry it"));
-    answered_.fetch_add(1, std::memory_order_relaxed);
-    return;
+  if (n > UINT32_MAX) {  // parts hold key positions in 32 bits
+    return Refuse(meta, Status::InvalidArgument("a request of " + std::to_string(n) +
+                                                " keys: split it; the server takes at most " +
+                                                std::to_string(UINT32_MAX) + " per request"));
   }
-  if (meta.push && !erase) {
-    // A key pushed without values would open an empty aggregation round or count an
-    // optimizer step that moved nothing; refuse before any part is applied.
-    bool empty = data.lens.empty() ? data.vals.empty() : false;
-    for (size_t i = 0; i < data.lens.size() && !empty; ++i) empty = data.lens[i] == 0;
-    if (empty) {
-      Status refused = Status::InvalidArgument("push with a key that has no values");
-      server_->ResponseError(meta, refused);
-      answered_.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
+  if (meta.cmd == kEraseKeysCmd && meta.pull) {
+    return Refuse(meta, Status::InvalidArgument("kEraseKeysCmd is a push command; a pull or "
+                                                "push-pull cannot carry it"));
   }
+  // Lengths the store and the answer can hold (a key pushed without values would open
+  // an empty round or count a step that moved nothing), before any part is applied.
+  size_t width = 0;
+  Status lengths = CheckValueLengths(meta, data, &width);
+  if (!lengths.ok()) return Refuse(meta, lengths);
   uint32_t chunk_len = 0;
   if (meta.chunk >= 0) {
     Status bad = CheckChunk(meta, data, &chunk_len);
-    if (!bad.ok()) {
-      server_->ResponseError(meta, bad);
-      answered_.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
+    if (!bad.ok()) return Refuse(meta, bad);
   }
   auto* req = new Request;
   req->meta = meta;
@@ -208,7 +194,7 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
   }
   if (meta.push) {
     if (data.lens.empty()) {
-      req->width = data.vals.size() / n;
+      req->width = width;
     } else {
       req->offsets = ValueOffsets(data.lens.data(), n);
     }
@@ -267,6 +253,9 @@ void OptimizerServer::MaybeCheckpoint() {
   } catch (const std::exception& e) {
     LOG(ERROR) << "periodic checkpoint failed: " << e.what();
     return;
+  } catch (...) {
+    LOG(ERROR) << "periodic checkpoint failed: an exception that is not a std::exception";
+    return;
   }
   if (writer_.joinable()) writer_.join();
   writing_ = true;
@@ -279,6 +268,8 @@ void OptimizerServer::MaybeCheckpoint() {
         s = WriteCheckpoint(path, *data);
       } catch (const std::exception& e) {
         s = Status::Internal(e.what());
+      } catch (...) {
+        s = Status::Internal("an exception that is not a std::exception");
       }
     }
     if (!s.ok()) LOG(ERROR) << "periodic checkpoint failed: " << s;
@@ -352,11 +343,19 @@ Status OptimizerServer::LoadCheckpoint(const std::string& path) {
 void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positions, int part,
                               ShardStore& store) {
   // BSP: a pull in clock c sees every push of the clocks below c, so it waits (parked
-  // on its shard, the shard goes on) until those rounds are applied.
+  // on its shard, the shard goes on) until those rounds are applied, or the server stops.
   if (options_.sync_aggregation && req->meta.pull && req->meta.clock > store.closed_below()) {
-    store.Park(req->meta.clock, [this, req, positions, part](ShardStore& s) {
-      RunPart(req, positions, part, s);
-    });
+    ShardStore::KeyList keys{req->data.keys.data(), positions ? positions->data() : nullptr,
+                             positions ? positions->size() : req->data.keys.size()};
+    Status parked = store.Park(req->meta.clock, keys,
+                               [this, req, positions, part](ShardStore& s, const Status& ready) {
+                                 if (ready.ok()) {
+                                   RunPart(req, positions, part, s);
+                                 } else {
+                                   EndPart(req, ready);
+                                 }
+                               });
+    if (!parked.ok()) EndPart(req, parked);
     return;
   }
   Status failed;
@@ -404,15 +403,21 @@ void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positio
         size_t at = out.size();
         out.resize(at + slot.len);
         std::memcpy(out.data() + at, slot.values, sizeof(float) * slot.len);
-        req->lens[p] = static_cast<int>(slot.len);
+        req->lens[p] = static_cast<int>(slot.len);  // at most kMaxValueLength: fits
       }
     }
   } catch (const std::exception& e) {
     failed = Status::Internal(std::string("server failed: ") + e.what());
+  } catch (...) {
+    failed = Status::Internal("server failed: an exception that is not a std::exception");
   }
-  if (!failed.ok()) {
+  EndPart(req, failed);
+}
+
+void OptimizerServer::EndPart(Request* req, const Status& status) {
+  if (!status.ok()) {
     std::lock_guard<std::mutex> lock(req->status_mu);
-    if (req->status.ok()) req->status = failed;
+    if (req->status.ok()) req->status = status;
   }
   // The part that brings the count to zero answers; acq_rel makes every other part's
   // writes visible to it.

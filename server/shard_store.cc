@@ -84,6 +84,10 @@ Status ShardStore::FindOrCreate(const StoreKey& key, uint32_t want_len, uint32_t
 
 Status ShardStore::Create(const StoreKey& key, uint32_t len, Slot* slot) {
   if (len == 0) return Status::InvalidArgument("cannot create a key of length 0");
+  if (len > kMaxValueLength) {
+    return Status::InvalidArgument("cannot create " + key.Name() + " with " + std::to_string(len) +
+                                   " values: the limit is " + std::to_string(kMaxValueLength));
+  }
   Slot s;
   s.len = len;
   if (key.chunk < 0 && len == 1) {
@@ -187,6 +191,12 @@ Status ShardStore::Aggregate(const StoreKey& key, const float* g, uint32_t len, 
                                    "counted worker has ended clock " +
                                    std::to_string(closed_below_ - 1) + ")");
   }
+  if (clock - closed_below_ > kMaxClocksAhead) {
+    return Status::InvalidArgument("push of clock " + std::to_string(clock) + " to " + key.Name() +
+                                   " is more than " + std::to_string(kMaxClocksAhead) +
+                                   " clocks ahead of the rounds applied (below clock " +
+                                   std::to_string(closed_below_) + ")");
+  }
   Slot slot;
   Status s = Find(key, len, len, &slot);  // creates the key and checks the length
   if (!s.ok()) return s;
@@ -214,19 +224,48 @@ void ShardStore::CloseRounds(int64_t minimum) {
     rounds_.erase(rounds_.begin());
   }
   closed_below_ = minimum;
-  while (!parked_.empty() && parked_.begin()->first <= closed_below_) {
-    auto task = std::move(parked_.begin()->second);
-    parked_.erase(parked_.begin());
-    task(*this);
-  }
+  while (!parked_.empty() && parked_.begin()->first <= closed_below_) Unpark()(*this, Status::OK());
 }
 
-void ShardStore::Park(int64_t need, std::function<void(ShardStore&)> task) {
+Status ShardStore::Park(int64_t need, KeyList keys, ParkedTask task) {
+  if (!shut_down_.ok()) return shut_down_;
   if (need <= closed_below_) {
-    task(*this);
-    return;
+    task(*this, Status::OK());
+    return Status::OK();
   }
-  parked_.emplace(need, std::move(task));
+  if (need - closed_below_ > kMaxClocksAhead) {
+    return Status::InvalidArgument(
+        "a request of clock " + std::to_string(need) + " would wait for rounds more than " +
+        std::to_string(kMaxClocksAhead) + " clocks ahead of those applied (below clock " +
+        std::to_string(closed_below_) + ")");
+  }
+  for (size_t i = 0; i < keys.count; ++i) {
+    auto it = parked_per_key_.find(keys[i]);
+    if (it != parked_per_key_.end() && it->second >= kMaxParkedPerKey) {
+      return Status::Unavailable(
+          std::to_string(kMaxParkedPerKey) + " requests already wait for the rounds of key " +
+          std::to_string(keys[i]) + " to be applied; retry once its clock has moved on");
+    }
+  }
+  for (size_t i = 0; i < keys.count; ++i) ++parked_per_key_[keys[i]];
+  parked_.emplace(need, Parked{keys, std::move(task)});
+  return Status::OK();
+}
+
+ShardStore::ParkedTask ShardStore::Unpark() {
+  Parked parked = std::move(parked_.begin()->second);
+  parked_.erase(parked_.begin());
+  for (size_t i = 0; i < parked.keys.count; ++i) {
+    auto it = parked_per_key_.find(parked.keys[i]);
+    if (--it->second == 0) parked_per_key_.erase(it);
+  }
+  return std::move(parked.task);
+}
+
+void ShardStore::Shutdown(const Status& why) {
+  shut_down_ = why.ok() ? Status::Unavailable("the shard store has shut down") : why;
+  while (!parked_.empty()) Unpark()(*this, shut_down_);
+  rounds_.clear();
 }
 
 size_t ShardStore::open_round_entries() const {
@@ -260,8 +299,13 @@ void ShardStore::Snapshot(std::vector<CheckpointRecord>* out) const {
 }
 
 Status ShardStore::Restore(const CheckpointRecord& record) {
+  if (record.values.size() > kMaxValueLength) {
+    return Status::DataLoss("checkpoint record of key " + std::to_string(record.key) + " holds " +
+                            std::to_string(record.values.size()) + " values; the limit is " +
+                            std::to_string(kMaxValueLength));
+  }
   uint32_t len = static_cast<uint32_t>(record.values.size());
-  if (len == 0 || record.state.size() != len * width_) {
+  if (len == 0 || record.state.size() != size_t{len} * width_) {
     return Status::DataLoss("checkpoint record of key " + std::to_string(record.key) +
                             " does not fit this optimizer");
   }

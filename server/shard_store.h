@@ -53,6 +53,12 @@ struct StoreKeyHash {
 // Step counts are 32 bits and stop at this (see Slot::NextStep).
 constexpr uint32_t kMaxSteps = 0xfffffffe;
 
+// The most values one key or chunk holds. A length is 32-bit unsigned here (Slot::len),
+// and a pull's answer carries it in its lens frame as int32: the smaller bound holds, so
+// that every stored length can be answered. Requests are checked against it before any
+// key is touched (server/request_bounds.h).
+constexpr uint32_t kMaxValueLength = 0x7fffffff;
+
 // A view of one stored key or chunk. It stays valid until the next insert or erase on
 // its store: either may move the record it points into.
 struct Slot {
@@ -76,7 +82,8 @@ class ShardStore {
   ShardStore(const Optimizer* optimizer, const ValueInit& init);
 
   // The slot of `key`. A present key must hold `want_len` values (0: any length),
-  // else InvalidArgument; an absent one is created with `create_len` initialised values.
+  // else InvalidArgument; an absent one is created with `create_len` initialised values
+  // (1 to kMaxValueLength, else InvalidArgument).
   // A whole key and the chunks of the same key never mix: asking for one where the
   // other is stored is InvalidArgument naming both (chunk 0 lives on the key's shard,
   // so this shard can tell).
@@ -106,10 +113,23 @@ class ShardStore {
   // whole, is InvalidArgument, and nothing is removed.
   Status Erase(const StoreKey& key);
 
-  // Synchronous aggregation (BSP): adds a gradient pushed in worker clock `clock` to
-  // the key's round of that clock. Nothing is applied until the round closes.
-  // InvalidArgument if the clock's rounds are already closed (a push from a worker
-  // that no longer counts) or the length differs from the key's.
+  // Synchronous aggregation (BSP). Rounds are keyed by worker clock; closed_below() is
+  // the minimum this shard has applied: every counted worker had ended the clocks below.
+  //
+  // How far ahead of closed_below() a push or a parked request may be. Under BSP a
+  // worker's requests carry at most the coordinator's minimum + 1 (its clock, counted
+  // up while Clock() waits); the server hears of each minimum a little later than the
+  // workers (another connection), so 7 more clocks are allowed for minimums still on
+  // their way. A key therefore has at most kMaxClocksAhead + 1 rounds open.
+  static constexpr int64_t kMaxClocksAhead = 8;
+  // Tasks parked at once per key (a parked task counts against each key it holds): a
+  // task beyond it is refused with Unavailable.
+  static constexpr uint32_t kMaxParkedPerKey = 4096;
+
+  // Adds a gradient pushed in worker clock `clock` to the key's round of that clock.
+  // Nothing is applied until the round closes. InvalidArgument if the clock's rounds
+  // are already closed (a push from a worker that no longer counts), if it is more than
+  // kMaxClocksAhead ahead of closed_below(), or if the length differs from the key's.
   Status Aggregate(const StoreKey& key, const float* g, uint32_t len, int64_t clock);
   // Every counted worker has ended the clocks below `minimum`: applies the rounds of
   // those clocks, in clock order, one optimizer step per key and clock with the mean of
@@ -117,12 +137,36 @@ class ShardStore {
   void CloseRounds(int64_t minimum);
   // Rounds of every clock below this have been applied.
   int64_t closed_below() const { return closed_below_; }
-  // Runs `task` once the rounds of every clock below `need` are applied (at once if
-  // they are). Tasks waiting for the same rounds run in the order they were parked.
-  void Park(int64_t need, std::function<void(ShardStore&)> task);
-  // Pushes held in open rounds, and tasks parked (for statistics and tests).
+
+  // The keys a parked task holds, viewed in the caller's arrays, which must stay valid
+  // until the task has run: keys[positions[i]] for i < count, or keys[i] without
+  // positions.
+  struct KeyList {
+    const Key* keys = nullptr;
+    const uint32_t* positions = nullptr;
+    size_t count = 0;
+    Key operator[](size_t i) const { return keys[positions ? positions[i] : i]; }
+  };
+  // Runs with OK once the rounds it waits for are applied, or with the reason it never
+  // will (Shutdown).
+  using ParkedTask = std::function<void(ShardStore&, const Status& ready)>;
+  // Runs `task` once the rounds of every clock below `need` are applied (at once, and
+  // OK, if they are). Tasks waiting for the same rounds run in the order they were
+  // parked. Refused, without running or keeping the task: InvalidArgument when `need`
+  // is more than kMaxClocksAhead ahead of closed_below(); Unavailable when one of `keys`
+  // already has kMaxParkedPerKey tasks parked, or after Shutdown.
+  Status Park(int64_t need, KeyList keys, ParkedTask task);
+  // The store stops: runs every parked task, in order, with `why`, drops the open
+  // rounds, and refuses later parks with `why`. So no parked request outlives the store.
+  void Shutdown(const Status& why);
+  // Pushes held in open rounds, tasks parked, and tasks parked that hold `key` (for
+  // statistics and tests).
   size_t open_round_entries() const;
   size_t parked() const { return parked_.size(); }
+  uint32_t parked_on(Key key) const {
+    auto it = parked_per_key_.find(key);
+    return it == parked_per_key_.end() ? 0 : it->second;
+  }
 
   // Appends every key's record (for checkpoints).
   void Snapshot(std::vector<CheckpointRecord>* out) const;
@@ -157,8 +201,7 @@ class ShardStore {
     uint64_t value_len = 0;
   };
 
-  // The pushes of one key in one clock, summed. Under BSP a worker is at most one
-  // clock ahead of the slowest, so at most two clocks' rounds are open at a time.
+  // The pushes of one key in one clock, summed.
   struct Round {
     std::vector<float> sum;
     uint32_t count = 0;
@@ -194,7 +237,15 @@ class ShardStore {
   const size_t width_;  // optimizer_->StateWidth()
   std::map<int64_t, std::unordered_map<StoreKey, Round, StoreKeyHash>> rounds_;  // by clock
   int64_t closed_below_ = 0;
-  std::multimap<int64_t, std::function<void(ShardStore&)>> parked_;  // by clock needed
+  struct Parked {
+    KeyList keys;
+    ParkedTask task;
+  };
+  // Takes the first parked task out, releasing its keys' counts.
+  ParkedTask Unpark();
+  std::multimap<int64_t, Parked> parked_;             // by clock needed
+  std::unordered_map<Key, uint32_t> parked_per_key_;  // keys with parked tasks only
+  Status shut_down_;                                  // not OK once Shutdown ran
   KeyTable keys_;
   std::vector<WideSlot> wide_;
   std::vector<uint32_t> free_wide_;  // indexes of free WideSlots

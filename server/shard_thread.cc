@@ -38,10 +38,17 @@ void ShardThread::Loop() {
     Task task;
     queue_.pop(task);
     if (!task) return;
+    // A task runs request parts for any peer, so whatever it throws is logged (a flood
+    // of them only sampled) and the shard goes on with its queue.
     try {
       task(*store_);
     } catch (const std::exception& e) {
-      LOG(ERROR) << "shard task threw: " << e.what();
+      LOG_IF(ERROR, thrown_log_.ShouldLog())
+          << "shard task threw: " << e.what() << " (" << thrown_log_.count() << " so far)";
+    } catch (...) {
+      LOG_IF(ERROR, thrown_log_.ShouldLog())
+          << "shard task threw an exception that is not a std::exception (" << thrown_log_.count()
+          << " so far)";
     }
   }
 }

@@ -1,7 +1,8 @@
 // ShardThread: one thread that owns one ShardStore and runs the tasks queued for it,
 // strictly in queue order. Because every key belongs to exactly one shard and each
 // request's parts are queued in arrival order, updates to a key are applied in the
-// order the requests arrived, without a lock on the key data.
+// order the requests arrived, without a lock on the key data. A task that throws
+// (anything) is logged at ERROR, sampled when many do, and the thread goes on.
 #ifndef HERDPS_SERVER_SHARD_THREAD_H_
 #define HERDPS_SERVER_SHARD_THREAD_H_
 
@@ -11,6 +12,7 @@
 #include <memory>
 #include <thread>
 
+#include "ps/internal/log_limiter.h"
 #include "shard_store.h"
 
 namespace ps {
@@ -37,6 +39,7 @@ class ShardThread {
   void Loop();
 
   std::unique_ptr<ShardStore> store_;  // touched only by thread_
+  LogLimiter thrown_log_;              // tasks that threw
   tbb::concurrent_bounded_queue<Task> queue_;  // an empty Task stops the loop
   std::thread thread_;
 };

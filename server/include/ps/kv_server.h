@@ -192,9 +192,18 @@ class KVServer : public SimpleApp {
     try {
       request_handle_(meta, data, this);
     } catch (const std::exception& e) {
-      // The requester must not wait forever for a handle that gave up.
-      LOG(ERROR) << "request handle threw on request " << meta.timestamp << ": " << e.what();
+      // The requester must not wait forever for a handle that gave up; a peer can make
+      // a handle throw on every request, so the log only samples a flood.
+      LOG_IF(ERROR, thrown_log_.ShouldLog())
+          << "request handle threw on request " << meta.timestamp << ": " << e.what() << " ("
+          << thrown_log_.count() << " so far)";
       ResponseError(meta, Status::Internal(std::string("server handle failed: ") + e.what()));
+    } catch (...) {
+      LOG_IF(ERROR, thrown_log_.ShouldLog())
+          << "request handle threw on request " << meta.timestamp
+          << " an exception that is not a std::exception (" << thrown_log_.count() << " so far)";
+      ResponseError(meta, Status::Internal("server handle failed: an exception that is not a "
+                                           "std::exception"));
     }
   }
 
@@ -203,6 +212,7 @@ class KVServer : public SimpleApp {
   bool accept_chunks_ = false;
   LogLimiter reject_log_;
   LogLimiter answer_log_;  // answers that could not be sent
+  LogLimiter thrown_log_;  // handle calls that threw
   ReqHandle request_handle_;
   std::unique_ptr<Customer> customer_;  // last: destroyed first, so no handler runs after
 };

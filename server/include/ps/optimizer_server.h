@@ -10,9 +10,11 @@
 // Keys are created on first use: a push creates the key with the push's length, a
 // pull of an unknown key creates it with `default_length` values; both initialise
 // the values by `init` (see OptimizerServerOptions for synchronous aggregation and
-// checkpoints). A push whose length differs from the key's is refused with
-// InvalidArgument (the other keys of that request on other shards may already be
-// updated; the error says which key).
+// checkpoints). A key holds 1 to 2^31 - 1 values (a pull's answer gives lengths as
+// int32): a push with a key of no values or of more, or a chunk of more, is refused
+// with InvalidArgument naming the key and the limit, before any key is touched. A push
+// whose length differs from the key's is refused with InvalidArgument (the other keys
+// of that request on other shards may already be updated; the error says which key).
 //
 // Keys can be erased: a push with cmd kEraseKeysCmd (below) removes its keys instead
 // of updating them.
@@ -56,7 +58,7 @@ struct OptimizerServerOptions {
   ValueInit init;
   // Shard threads; 0 means PS_SERVER_THREADS, else the cores this process may use.
   int threads = 0;
-  uint32_t default_length = 1;     // values of a key first seen in a pull
+  uint32_t default_length = 1;  // values of a key first seen in a pull, 1 to 2^31 - 1
   // Synchronous aggregation, for jobs run with PS_CONSISTENCY=bsp (the constructor
   // refuses other models): the pushes of one clock (KVWorker::Clock) are summed per
   // key, and once every live worker has ended that clock the optimizer runs once per
@@ -64,7 +66,12 @@ struct OptimizerServerOptions {
   // clock: a sparse key is averaged over the workers that touched it). Pushes are
   // acknowledged at once, never held back; a pull in clock c is answered once the
   // rounds of every clock below c are applied. Workers that die, leave or finish stop
-  // being waited for. See docs/consistency.md.
+  // being waited for. A request's clock must be one the model allows: a push without a
+  // clock or of a clock already applied, or a request more than 8 clocks ahead of the
+  // minimum the server last heard of (a worker is at most 1 ahead; the rest allows for
+  // minimums on their way), is refused with InvalidArgument; so a key has at most 9
+  // rounds open. At most 4096 pulls wait per key and shard (more: Unavailable); the
+  // destructor answers those still waiting with Unavailable. See docs/consistency.md.
   bool sync_aggregation = false;
   size_t queue_capacity = 4096;    // tasks waiting per shard before the receiver waits
 
@@ -79,10 +86,12 @@ struct OptimizerServerOptions {
 
 class OptimizerServer {
  public:
-  // Starts serving app_id. Throws ps::Error if the options are invalid or Start has
-  // not been called.
+  // Starts serving app_id. Throws ps::Error if the options are invalid (a
+  // default_length of 0 or over 2^31 - 1 among them) or, with sync_aggregation, if
+  // Start has not been called.
   OptimizerServer(int app_id, const OptimizerServerOptions& options);
-  // Finishes queued work and stops the shard threads.
+  // Finishes queued work, answers the pulls still waiting for a round with
+  // Unavailable, drops the open rounds, and stops the shard threads.
   ~OptimizerServer();
 
   int num_threads() const { return static_cast<int>(shards_.size()); }
@@ -112,15 +121,20 @@ class OptimizerServer {
   // The shard of chunk `chunk` of key (-1: the whole key). Chunk 0 shares the key's
   // shard, so that a shard can tell a whole key from a chunked one.
   static int ShardOf(Key key, int32_t chunk, int threads);
-  // Checks a chunk request's layout against the job's chunk size; sets *len to the
-  // chunk's length.
+  // Checks a chunk request's layout against the job's chunk size, and its length
+  // against the limit of 2^31 - 1 values; sets *len to the chunk's length.
   static Status CheckChunk(const KVMeta& meta, const KVPairs<float>& data, uint32_t* len);
 
  private:
   struct Request;
   void Handle(const KVMeta& meta, const KVPairs<float>& data);
+  // Answers a request that Handle refuses before any part is queued.
+  void Refuse(const KVMeta& meta, const Status& why);
   void RunPart(Request* request, const std::vector<uint32_t>* positions, int part,
                ShardStore& store);
+  // Ends one part with `status` (the request's first failure wins); the last part to
+  // end answers.
+  void EndPart(Request* request, const Status& status);
   void Finish(Request* request);
   void MaybeCheckpoint();
   // Copies every shard's state, after the work queued before the call.
@@ -132,6 +146,9 @@ class OptimizerServer {
   std::atomic<uint64_t> answered_{0};
   std::atomic<uint64_t> pushes_taken_{0};
   int clock_listener_ = -1;  // sync_aggregation: closes rounds as the clocks move
+  // sync_aggregation: the newest minimum whose rounds every shard has been asked to
+  // close (set by the listener, read by Handle to check clocks).
+  std::atomic<int64_t> closing_below_{0};
   std::mutex save_mu_;  // serialises snapshots and checkpoint writes
   std::thread writer_;  // writes the periodic checkpoints
   std::atomic<bool> writing_{false};
