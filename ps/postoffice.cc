@@ -165,6 +165,10 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
       options.shm = config_.shm;  // PS_SHM
       options.shm_bytes = config_.shm_bytes;
       options.receive_in_wait = config_.receive_in_wait;  // PS_RECEIVE_IN_WAIT
+      // Every node of the job opens two connections here (and a few more while joining);
+      // room for as many connections that have not identified yet, and some.
+      options.max_strangers =
+          64 + 2 * static_cast<size_t>(config_.num_workers + config_.num_servers + 1);
       s = van_->Start(options, [this](Message&& msg, Channel channel) {
         OnMessage(std::move(msg), channel);
       });
@@ -178,6 +182,7 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
                     " node: " + s.message());
       }
       running_van_.store(van_.get(), std::memory_order_release);
+      van_->AdmitIdentity(my_node_.identity);  // this node's connections to itself
       my_node_.port = van_->port();
       my_node_.endpoint = van_->endpoint();
       my_node_.control_endpoint = van_->control_endpoint();
@@ -554,6 +559,7 @@ void Postoffice::InstallMembership(MembershipView view) {
   const MembershipView* old = membership_.Get();
   std::vector<Node> gone;
   for (const Node& n : view.nodes) {
+    if (n.alive()) van_->AdmitIdentity(n.identity);
     const Node* before = old->Find(n.id);
     if (n.id == my_node_.id) continue;
     if (n.alive() && (!before || before->endpoint != n.endpoint ||

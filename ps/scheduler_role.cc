@@ -159,6 +159,8 @@ void SchedulerRole::HandleJoin(const Message& msg) {
     return;
   }
   joining_.push_back(node);
+  // Its connections may carry more than a stranger's from now on (van/connection_guard.h).
+  postoffice_->van()->AdmitIdentity(node.identity);
   LOG_IF(INFO, postoffice_->verbose())
       << "node joined: " << RoleName(node.role) << " at " << node.endpoint << " ("
       << joining_.size() << "/" << config_.num_workers + config_.num_servers << ")";

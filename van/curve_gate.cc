@@ -134,7 +134,18 @@ Status CurveGate::SecureServer(void* router, const std::string& endpoint) {
   }
   // Best effort (a draft option; see above).
   zmq_setsockopt(router, ZMQ_ZAP_ENFORCE_DOMAIN, &on, sizeof(on));
-  return AddWatch(router, true, endpoint);
+  return Status::OK();
+}
+
+const int CurveGate::kHandshakeEvents = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                                        ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                        ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+
+void CurveGate::ServerEvent(const std::string& endpoint, uint16_t event, uint32_t value) {
+  Watch watch;
+  watch.server = true;
+  watch.endpoint = endpoint;
+  Report(watch, event, value);
 }
 
 Status CurveGate::SecureClient(void* dealer, const std::string& endpoint) {

@@ -54,9 +54,14 @@ class CurveGate {
   // message never contains the key), Unavailable when this libzmq has no CURVE.
   Status Start(void* context, const std::string& secret_key);
 
-  // Makes `router` a CURVE server under the job's keypair and watches its handshakes
-  // (`endpoint` names it in logs). Call before the socket binds.
+  // Makes `router` a CURVE server under the job's keypair. Call before the socket binds.
+  // Its handshakes are watched by whoever monitors it (a socket has one monitor: the
+  // van's ConnectionGuard), which hands kHandshakeEvents to ServerEvent.
   Status SecureServer(void* router, const std::string& endpoint);
+  // Monitor events of a CURVE server's failed handshakes.
+  static const int kHandshakeEvents;
+  // A monitor event of the server `endpoint`: a refused connection is counted and logged.
+  void ServerEvent(const std::string& endpoint, uint16_t event, uint32_t value);
 
   // Makes `dealer` a CURVE client under the job's keypair and watches its handshakes
   // (`endpoint`: the peer it will connect to, for logs). Call before it connects.

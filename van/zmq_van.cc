@@ -151,10 +151,20 @@ Status ZmqVan::Start(const VanOptions& options, Handler handler) {
       if (!s.ok()) break;
     }
     zmq_setsockopt(r.socket, ZMQ_MAXMSGSIZE, &max_size, sizeof(max_size));
-    // A peer that reconnects (e.g. after a reset TCP connection) takes its identity
-    // back instead of being refused while the old connection is not yet noticed dead.
-    int handover = 1;
+    // A second connection that presents the routing identity of a connected peer does
+    // not take it over (ZeroMQ then names it otherwise): a stranger who learned a
+    // member's identity cannot cut the member's connection and take its messages.
+    int handover = 0;
     zmq_setsockopt(r.socket, ZMQ_ROUTER_HANDOVER, &handover, sizeof(handover));
+    // Before Bind: from the first connection. The gate's handshake events come along.
+    const std::string name = c == 0 ? "this node's data channel" : "this node's control channel";
+    CurveGate* gate = gate_.get();
+    s = gate ? guard_.Monitor(context_, r.socket, CurveGate::kHandshakeEvents,
+                              [gate, name](uint16_t event, uint32_t value) {
+                                gate->ServerEvent(name, event, value);
+                              })
+             : guard_.Monitor(context_, r.socket);
+    if (!s.ok()) break;
     s = Bind(&r, c == 0 ? options_.port : options_.control_port);
     // The receive thread blocks in zmq_msg_recv (a poll over the socket and a wake-up
     // file descriptor costs a measurable part of a small request's latency), so Stop
@@ -168,7 +178,9 @@ Status ZmqVan::Start(const VanOptions& options, Handler handler) {
       }
     }
   }
+  if (s.ok()) s = guard_.Start(options_.max_strangers);
   if (!s.ok()) {
+    guard_.Stop();
     for (Receiver& r : receivers_) {
       if (r.socket) zmq_close(r.socket);
       r.socket = nullptr;
@@ -213,6 +225,10 @@ void* ZmqVan::NewPeerSocket(const std::string& endpoint, bool with_identity, Sta
   if (with_identity && !options_.identity.empty()) {
     zmq_setsockopt(socket, ZMQ_ROUTING_ID, options_.identity.data(), options_.identity.size());
   }
+  // Every connection (and reconnection) starts with an empty probe message, so that the
+  // peer's guard learns this connection's identity before its first real message.
+  int probe = 1;
+  zmq_setsockopt(socket, ZMQ_PROBE_ROUTER, &probe, sizeof(probe));
   if (gate_) {
     Status s = gate_->SecureClient(socket, endpoint);
     if (!s.ok()) {
@@ -488,9 +504,19 @@ ZmqVan::Received ZmqVan::ReceiveOne(Channel channel, Wait wait) {
     release_all();
     return Received::kDone;
   }
-  if (frames.size() == 2 && zmq_msg_size(frames[1]) == 0 &&
-      IsNudge(static_cast<const char*>(zmq_msg_data(frames[0])), zmq_msg_size(frames[0]))) {
+  if (guard_.watching() && frames.size() >= 2) {
+    // A connection that has not shown a member's identity yet: tell the guard which.
+    int fd = zmq_msg_get(frames[1], ZMQ_SRCFD);
+    if (fd >= 0) {
+      guard_.Seen(fd, std::string(static_cast<const char*>(zmq_msg_data(frames[0])),
+                                  zmq_msg_size(frames[0])));
+    }
+  }
+  if (frames.size() == 2 && zmq_msg_size(frames[1]) == 0) {
+    const bool nudge =
+        IsNudge(static_cast<const char*>(zmq_msg_data(frames[0])), zmq_msg_size(frames[0]));
     release_all();
+    if (!nudge) return Received::kMessage;  // a peer's probe (ZMQ_PROBE_ROUTER): seen above
     RunReceiverTasks(channel);
     return Received::kNudge;
   }
@@ -598,6 +624,7 @@ void ZmqVan::Stop() {
     r.thread.join();
   }
   ReleaseWaiters();
+  guard_.Stop();
   for (Receiver& r : receivers_) {
     zmq_close(r.socket);
     r.socket = nullptr;
@@ -639,6 +666,7 @@ VanStats ZmqVan::stats() const {
   s.shm_accepted_rings = shm_accepted_rings_.load();
   s.shm_refused_rings = shm_refused_rings_.load();
   s.received_in_wait = received_in_wait_.load();
+  s.refused_connections = guard_.refused_connections();
   if (gate_) {
     s.refused_handshakes = gate_->refused_handshakes();
     s.failed_handshakes = gate_->failed_handshakes();

@@ -24,6 +24,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "connection_guard.h"
 #include "curve_gate.h"
 #include "ps/internal/log_limiter.h"
 #include "ps/internal/van.h"
@@ -51,6 +52,7 @@ class ZmqVan : public Van {
   uint64_t ReleaseIdleMemory() override;
   void SetShm(bool on) override { shm_on_ = on && options_.shm; }
   void SetReceiveInWait(bool on) override { receive_in_wait_ = on; }
+  void AdmitIdentity(const std::string& identity) override { guard_.Admit(identity); }
   uint64_t ReceiveWhileWaiting(const std::function<bool()>& done,
                                std::chrono::steady_clock::time_point deadline) override;
   void WakeReceivingWaiter() override;
@@ -193,6 +195,7 @@ class ZmqVan : public Van {
   Handler handler_;
   void* context_ = nullptr;
   std::unique_ptr<CurveGate> gate_;  // set by Start when the van has a CURVE key
+  ConnectionGuard guard_;  // bounds connections that have not shown a member's identity
   Receiver receivers_[2];  // by Channel
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};

@@ -1,4 +1,5 @@
-# Sender checks and request identity: messages forged by a process outside the job,
+# Sender checks and request identity: messages forged by a process outside the job, a
+# stranger's partial frames,
 # joins without the job's token, messages over PS_MAX_MESSAGE_BYTES, requests for an
 # app that never starts, and answers meant for a destroyed KVWorker.
 herdps_node_test_app(forgery_app forgery_app.cc)
@@ -33,3 +34,12 @@ add_test(NAME integration.recreated_kvworker_gets_only_its_own_answers_and_count
 set_tests_properties(
   integration.recreated_kvworker_gets_only_its_own_answers_and_counts_stale_ones
   PROPERTIES TIMEOUT 90)
+
+# A stranger's partial frames (van/connection_guard.h): four connections announcing
+# 900 MiB frames leave the server under 512 MiB, and the job goes on.
+add_test(NAME integration.stranger_partial_frames_of_900_mib_leave_the_server_under_512_mib
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/stranger_test.py
+          partial_frames_of_900_mib_leave_the_server_under_512_mib ${LAUNCH}
+          $<TARGET_FILE:liveness_app>)
+set_tests_properties(integration.stranger_partial_frames_of_900_mib_leave_the_server_under_512_mib
+  PROPERTIES TIMEOUT 120)

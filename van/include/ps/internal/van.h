@@ -53,6 +53,9 @@ struct VanOptions {
   // PS_RECEIVE_IN_WAIT: a thread waiting for an answer may receive the data channel
   // itself (ReceiveWhileWaiting). Off: only the receive thread receives.
   bool receive_in_wait = true;
+  // Connections that have not shown a member's identity (AdmitIdentity) allowed at once;
+  // what each may make this node hold is bounded too (van/connection_guard.h).
+  size_t max_strangers = 64;
 };
 
 // How Send behaves when the peer's queue is full.
@@ -76,6 +79,9 @@ struct VanStats {
   // without the job's key), and connections of this node that a peer refused.
   uint64_t refused_handshakes = 0;
   uint64_t failed_handshakes = 0;
+  // Connections shut down before they showed a member's identity, for carrying too much
+  // or being too many (van/connection_guard.h).
+  uint64_t refused_connections = 0;
   // The shared-memory path (VanOptions::shm). Sent and received frames and their bytes
   // that travelled through a ring (also counted in sent_bytes / received_bytes); large
   // frames that went on the socket although the peer had accepted a ring (it was full,
@@ -196,6 +202,11 @@ class Van {
   // receiving thread itself (while it dispatches), it only wakes the threads waiting for
   // the channel. Thread-safe.
   virtual void WakeReceivingWaiter() {}
+
+  // `identity` is a member's (or a joining node's) routing identity: connections that
+  // present it may carry any message; others are bounded (van/connection_guard.h).
+  // Thread-safe.
+  virtual void AdmitIdentity(const std::string& identity) { (void)identity; }
 
   // Runs `task` on the thread that receives `channel` (the data channel's receive
   // thread or a thread receiving in a wait), after the messages that came before it,
