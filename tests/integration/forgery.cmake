@@ -1,7 +1,7 @@
 # Sender checks and request identity: messages forged by a process outside the job, a
-# stranger's partial frames,
-# joins without the job's token, messages over PS_MAX_MESSAGE_BYTES, requests for an
-# app that never starts, and answers meant for a destroyed KVWorker.
+# stranger's partial frames, joins without the job's token, messages over
+# PS_MAX_MESSAGE_BYTES, requests for an app that never starts, and answers meant for a
+# destroyed KVWorker.
 herdps_node_test_app(forgery_app forgery_app.cc)
 add_executable(forger forger.cc)
 target_link_libraries(forger PRIVATE herdps_proto herdps_zmq gflags)
