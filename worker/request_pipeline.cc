@@ -74,7 +74,7 @@ int RequestPipeline::Issue(PipelineRequest req, const char* what) {
   p->timestamp = ts;
   p->remaining = static_cast<int>(p->parts.size());
   if (p->parts.empty()) {  // no keys: nothing to ask
-    Finish(*p, /*on_receive_thread=*/true);
+    Finish(*p, /*run_callback_here=*/true);
     return ts;
   }
   ClockClient* clocks = po->clocks();
@@ -178,7 +178,7 @@ void RequestPipeline::Process(Message& msg) {
     }
   }
   for (Message& whole : resend) SendPart(whole);
-  if (done) Finish(*done, /*on_receive_thread=*/true);
+  if (done) Finish(*done, /*run_callback_here=*/true);
 }
 
 Message RequestPipeline::WholeKeyPart(Pending& p, const Part& chunk) {
@@ -258,16 +258,28 @@ void RequestPipeline::Abort(int timestamp, uint64_t request_id, const Status& st
   }
   (void)timestamp;
   done->status = status;
-  Finish(*done, /*on_receive_thread=*/false);
+  Finish(*done, /*run_callback_here=*/false);
 }
 
-void RequestPipeline::Finish(Pending& p, bool on_receive_thread) {
+void RequestPipeline::Finish(Pending& p, bool run_callback_here) {
   const int timestamp = p.timestamp;
   if (p.pull && p.status.ok()) {
-    SArray<char> vals;
-    SArray<int> lens;
-    Status s = Assemble(p, &vals, &lens);
-    if (s.ok()) s = p.deliver(vals, lens);
+    // The caller's buffers are app memory (a std::vector may fail to grow): whatever the
+    // delivery throws becomes the request's status, never a request left unfinished.
+    Status s;
+    try {
+      SArray<char> vals;
+      SArray<int> lens;
+      s = Assemble(p, &vals, &lens);
+      if (s.ok()) s = p.deliver(vals, lens);
+    } catch (const std::exception& e) {
+      s = Status::Internal("request " + std::to_string(timestamp) +
+                           ": delivering the pulled values threw: " + e.what());
+    } catch (...) {
+      s = Status::Internal("request " + std::to_string(timestamp) +
+                           ": delivering the pulled values threw something that is not a "
+                           "std::exception");
+    }
     if (!s.ok()) p.status = s;
   }
   if (!p.status.ok() && failure_log_.ShouldLog()) {
@@ -278,24 +290,38 @@ void RequestPipeline::Finish(Pending& p, bool on_receive_thread) {
     customer_->FinishRequest(timestamp, p.status);
     return;
   }
-  if (on_receive_thread) {
-    p.callback();
-    customer_->FinishRequest(timestamp, p.status);
+  if (run_callback_here) {
+    customer_->FinishRequest(timestamp, RunCallback(p.callback, timestamp, p.status));
     return;
   }
   // Ended by the control loop, which never runs app code: the callback goes to the
-  // worker's own thread, and Wait returns after it.
-  Customer* customer = customer_;
-  customer->RunOnOwnThread(
-      [customer, cb = std::move(p.callback), timestamp, status = p.status] {
-        try {
-          cb();
-        } catch (...) {
-          customer->FinishRequest(timestamp, status);
-          throw;
-        }
-        customer->FinishRequest(timestamp, status);
-      });
+  // worker's own thread, and Wait returns after it. The customer drains that thread
+  // when it closes, before this pipeline is destroyed.
+  customer_->RunOnOwnThread([this, cb = std::move(p.callback), timestamp, status = p.status] {
+    customer_->FinishRequest(timestamp, RunCallback(cb, timestamp, status));
+  });
+}
+
+Status RequestPipeline::RunCallback(const std::function<void()>& callback, int timestamp,
+                                    const Status& status) {
+  std::string what;
+  try {
+    callback();
+    return status;
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+    what = "something that is not a std::exception";
+  }
+  LOG_IF(WARNING, callback_log_.ShouldLog())
+      << "request " << timestamp << ": its callback threw: " << what << " ("
+      << callback_log_.count() << " so far); Wait returns "
+      << (status.ok() ? "Internal" : "the request's own error");
+  // A request that failed keeps its own error (the cause); one that succeeded must not
+  // look as if all went well.
+  if (!status.ok()) return status;
+  return Status::Internal("request " + std::to_string(timestamp) + ": its callback threw: " +
+                          what);
 }
 
 Status RequestPipeline::Assemble(Pending& p, SArray<char>* vals, SArray<int>* lens) {

@@ -22,7 +22,11 @@
 // Errors: API misuse (unsorted or duplicate keys, vals/lens that do not match the keys,
 // use before ps::Start) throws ps::Error. Failures on the servers (e.g. a pull of a key
 // that was never pushed) come back as the Status that Wait returns; the callback still
-// runs, and the outputs of a failed pull are unspecified.
+// runs, and the outputs of a failed pull are unspecified. A callback that throws does
+// not keep its request from finishing: Wait returns the request's own error if it
+// failed, else Internal ("request N: its callback threw: ..."), and the throw is logged
+// (rate-limited); the same holds for a throw while a pull's values are copied into the
+// caller's arrays. A callback's throw never reaches the caller of Push or Pull.
 //
 // Thread safety: all methods may be called from several threads at once.
 #ifndef PS_KV_WORKER_H_

@@ -130,7 +130,14 @@ class RequestPipeline {
   Message WholeKeyPart(Pending& p, const Part& chunk);
   // Sends; a part that cannot leave fails as if its server had answered the error.
   void SendPart(Message& msg);
-  void Finish(Pending& p, bool on_receive_thread);
+  // Ends p: assembles and delivers a pull, runs the callback (here, or on the
+  // customer's own thread when `run_callback_here` is false: the control loop runs no
+  // app code) and then Customer::FinishRequest, exactly once whatever the delivery or
+  // the callback throws.
+  void Finish(Pending& p, bool run_callback_here);
+  // Runs a request's callback; returns the status its Wait gets: `status`, or Internal
+  // naming what the callback threw when `status` is OK.
+  Status RunCallback(const std::function<void()>& callback, int timestamp, const Status& status);
   Status Assemble(Pending& p, SArray<char>* vals, SArray<int>* lens);
   uint64_t ChunkValues() const;
 
@@ -158,6 +165,7 @@ class RequestPipeline {
   std::atomic<uint64_t> dropped_answers_{0};
   std::atomic<uint64_t> stale_answers_{0};
   LogLimiter failure_log_;
+  LogLimiter callback_log_;  // callbacks that threw
   LogLimiter stray_log_;
 };
 
