@@ -223,6 +223,7 @@ void Postoffice::ReplyError(const Message& request, const Status& status) {
   reply.meta.timestamp = request.meta.timestamp;
   reply.meta.request_id = request.meta.request_id;
   reply.meta.incarnation = request.meta.incarnation;
+  reply.meta.part = request.meta.part;  // a request of several parts matches its answers by it
   reply.meta.push = request.meta.push;
   reply.meta.pull = request.meta.pull;
   reply.meta.head = request.meta.head;

@@ -126,6 +126,8 @@ Status EncodeMeta(const Message& msg, const ShmFields& shm, std::string* out) {
   p.set_chunk(m.chunk < 0 ? 0u : static_cast<uint32_t>(m.chunk) + 1);
   p.set_chunk_offset(m.chunk_offset);
   p.set_value_len(m.value_len);
+  p.set_chunk_query(m.chunk_query);
+  p.set_takes_chunks(m.takes_chunks);
   p.set_sequence(m.sequence);
   p.set_request_id(m.request_id);
   p.set_incarnation(m.incarnation);
@@ -317,6 +319,8 @@ Status DecodeMeta(const void* bytes, size_t size, const std::vector<size_t>& fra
   meta->chunk = static_cast<int32_t>(p.chunk()) - 1;
   meta->chunk_offset = p.chunk_offset();
   meta->value_len = p.value_len();
+  meta->chunk_query = p.chunk_query();
+  meta->takes_chunks = p.takes_chunks();
   meta->sequence = p.sequence();
   meta->request_id = p.request_id();
   meta->incarnation = p.incarnation();

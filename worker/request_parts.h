@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "ps/internal/kv_message.h"
@@ -26,11 +27,16 @@ struct RequestPipeline::Part {
   int32_t chunk = -1;               // the chunk it carries (positions holds its key)
   uint64_t chunk_offset = 0;        // the chunk's first value within the key
   uint64_t chunk_len = 0;           // values in the chunk
-  uint64_t value_begin = 0;         // a pushed chunk's key: its first value in the request
-  uint64_t value_len_of_key = 0;    // and its whole length
   bool answered = false;
-  bool refused = false;  // a chunk the server app does not take: its key went whole
   KVFrames answer;
+};
+
+// A request issued while the server app's answer on chunks is not in yet: registered
+// with the customer (so it has its timestamp, deadline and peers), not planned.
+struct RequestPipeline::Held {
+  PipelineRequest request;
+  const char* what = "";
+  int64_t clock = -1;  // the node's clock when it was issued
 };
 
 struct RequestPipeline::Pending {
@@ -47,11 +53,11 @@ struct RequestPipeline::Pending {
   SArray<char> sized_output;
   std::function<Status(const SArray<char>&, const SArray<int>&)> deliver;
   Status status;
-  // For sending a chunked key whole when its server app refuses chunks.
-  Meta head;
-  SArray<char> vals;
-  std::vector<uint32_t> sent_whole;  // positions of keys sent whole after a refusal
-  bool chunked_any = false;
+  std::unique_ptr<Held> held;  // set while held for the chunk answer (no parts yet)
+  // The chunk question (AskChunkSupport) rather than a request: one part per server,
+  // and the first server that said it takes whole values only, or -1.
+  bool question = false;
+  int whole_only_server = -1;
 };
 
 }  // namespace ps

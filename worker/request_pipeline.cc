@@ -58,8 +58,17 @@ int RequestPipeline::Issue(PipelineRequest req, const char* what) {
   p->keys = req.keys;
   p->sized_output = req.sized_output;
   p->deliver = std::move(req.deliver);
+  // Chunks by the server app's one answer (chunk_agreement.cc): a request that would
+  // chunk before it is known, and every request while it is asked for, is held.
+  const ChunkSupport support = chunk_support_.load(std::memory_order_acquire);
+  std::vector<uint64_t> chunked;
+  if (support != ChunkSupport::kWholeOnly) chunked = ChunkedLengths(req);
+  if (support == ChunkSupport::kAsking || (support == ChunkSupport::kUnknown && !chunked.empty())) {
+    return Hold(std::move(req), what, std::move(p), !chunked.empty());
+  }
+  RememberChunkedLengths(req, chunked);
   std::vector<Message> messages;
-  Plan(req, what, p.get(), &messages);
+  Plan(req, what, chunked, p.get(), &messages);
   if (req.push && compress_pushes_) Encode(req, *p, &messages);
 
   std::vector<int> server_ids;
@@ -74,34 +83,11 @@ int RequestPipeline::Issue(PipelineRequest req, const char* what) {
   p->timestamp = ts;
   p->remaining = static_cast<int>(p->parts.size());
   if (p->parts.empty()) {  // no keys: nothing to ask
-    Finish(*p, /*on_receive_thread=*/true);
+    Finish(*p, /*run_callback_here=*/true);
     return ts;
   }
   ClockClient* clocks = po->clocks();
-  const int64_t clock = clocks ? clocks->current() : -1;
-  {
-    std::lock_guard<std::mutex> lock(counters_mu_);
-    counters_.parts += messages.size();
-    // The parts hold every value of the request once: raw, that is the caller's array.
-    if (req.push) counters_.push_raw_bytes += req.vals.size();
-    for (size_t i = 0; i < messages.size(); ++i) {
-      if (p->parts[i].chunk >= 0) ++counters_.chunks;
-      if (!req.push) continue;
-      const Message& m = messages[i];
-      counters_.push_key_bytes += m.data[0].size() + (m.data.size() > 2 ? m.data[2].size() : 0);
-      counters_.push_value_bytes += m.data[1].size();
-    }
-  }
-  for (Message& msg : messages) {
-    msg.meta.timestamp = ts;
-    msg.meta.request_id = id;
-    msg.meta.clock = clock;
-  }
-  if (p->chunked_any) {
-    p->head = messages[0].meta;
-    p->head.data_type.clear();
-    p->vals = req.vals;
-  }
+  Stamp(req, *p, ts, id, clocks ? clocks->current() : -1, &messages);
   {
     // Registered before the first part leaves: its answer may come back at once.
     std::lock_guard<std::mutex> lock(mu_);
@@ -128,7 +114,6 @@ void RequestPipeline::Process(Message& msg) {
     return;
   }
   std::unique_ptr<Pending> done;
-  std::vector<Message> resend;  // chunked keys going whole after a refusal
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = pending_.find(meta.request_id);
@@ -152,21 +137,19 @@ void RequestPipeline::Process(Message& msg) {
     Part& part = p.parts[meta.part];
     part.answered = true;
     Status s = Status::FromWire(meta.status_code, meta.status_message);
-    if (part.chunk >= 0 && s.code() == Status::Code::kUnimplemented &&
-        s.message() == kChunksRefused) {
-      // The server app takes whole values only: from now on this worker sends every
-      // key whole, and this key goes whole now (once, whichever chunk came back first).
-      chunks_refused_.store(true, std::memory_order_relaxed);
-      part.refused = true;
-      s = Status::OK();
-      const uint32_t pos = part.positions[0];
-      if (std::find(p.sent_whole.begin(), p.sent_whole.end(), pos) == p.sent_whole.end()) {
-        p.sent_whole.push_back(pos);
-        resend.push_back(WholeKeyPart(p, part));
-        ++p.remaining;
-      }
+    if (p.question) {
+      if (s.ok() && !meta.takes_chunks && p.whole_only_server < 0) p.whole_only_server = rank;
     } else if (s.ok() && p.pull) {
       s = TakeAnswer(part, p, msg);
+    } else if (part.chunk >= 0 && s.code() == Status::Code::kUnimplemented &&
+               s.message() == kChunksRefused) {
+      // Every server of the app took chunks when this worker asked; this one no longer
+      // does (its KVServer was replaced). Nothing is resent whole: the request fails.
+      s = Status(s.code(), "chunk " + std::to_string(part.chunk) + " of key " +
+                               std::to_string(p.keys[part.positions[0]]) + " refused: " +
+                               s.message() + "; the app took chunks when this KVWorker " +
+                               "asked, before its first chunk (a new KVWorker asks again; " +
+                               "KVWorker::set_chunking(false) sends values whole)");
     }
     if (!s.ok()) {
       s = Status(s.code(), "server " + std::to_string(rank) + ": " + s.message());
@@ -177,32 +160,12 @@ void RequestPipeline::Process(Message& msg) {
       pending_.erase(it);
     }
   }
-  for (Message& whole : resend) SendPart(whole);
-  if (done) Finish(*done, /*on_receive_thread=*/true);
-}
-
-Message RequestPipeline::WholeKeyPart(Pending& p, const Part& chunk) {
-  const uint32_t pos = chunk.positions[0];
-  const Key key = p.keys[pos];
-  Part part;
-  part.server = Postoffice::Get()->ring().ServerOf(key);
-  part.positions.push_back(pos);
-  Message msg;
-  msg.meta = p.head;
-  msg.meta.recipient = Postoffice::ServerRankToID(part.server);
-  msg.meta.part = static_cast<uint32_t>(p.parts.size());
-  msg.meta.chunk = -1;
-  msg.meta.chunk_offset = 0;
-  msg.meta.value_len = 0;
-  msg.AddData(SArray<Key>{key});
-  if (p.push) {
-    msg.meta.data_type.push_back(type_);
-    msg.data.push_back(p.vals.segment(chunk.value_begin * elem_size_,
-                                      (chunk.value_begin + chunk.value_len_of_key) * elem_size_));
+  if (!done) return;
+  if (done->question) {
+    EndChunkQuestion(*done);
+  } else {
+    Finish(*done, /*run_callback_here=*/true);
   }
-  if (p.pull) p.chunked_len[pos] = 0;  // its length comes with the answer
-  p.parts.push_back(std::move(part));
-  return msg;
 }
 
 void RequestPipeline::SendPart(Message& msg) {
@@ -258,16 +221,32 @@ void RequestPipeline::Abort(int timestamp, uint64_t request_id, const Status& st
   }
   (void)timestamp;
   done->status = status;
-  Finish(*done, /*on_receive_thread=*/false);
+  if (done->question) {
+    EndChunkQuestion(*done);
+  } else {
+    Finish(*done, /*run_callback_here=*/false);
+  }
 }
 
-void RequestPipeline::Finish(Pending& p, bool on_receive_thread) {
+void RequestPipeline::Finish(Pending& p, bool run_callback_here) {
   const int timestamp = p.timestamp;
   if (p.pull && p.status.ok()) {
-    SArray<char> vals;
-    SArray<int> lens;
-    Status s = Assemble(p, &vals, &lens);
-    if (s.ok()) s = p.deliver(vals, lens);
+    // The caller's buffers are app memory (a std::vector may fail to grow): whatever the
+    // delivery throws becomes the request's status, never a request left unfinished.
+    Status s;
+    try {
+      SArray<char> vals;
+      SArray<int> lens;
+      s = Assemble(p, &vals, &lens);
+      if (s.ok()) s = p.deliver(vals, lens);
+    } catch (const std::exception& e) {
+      s = Status::Internal("request " + std::to_string(timestamp) +
+                           ": delivering the pulled values threw: " + e.what());
+    } catch (...) {
+      s = Status::Internal("request " + std::to_string(timestamp) +
+                           ": delivering the pulled values threw something that is not a "
+                           "std::exception");
+    }
     if (!s.ok()) p.status = s;
   }
   if (!p.status.ok() && failure_log_.ShouldLog()) {
@@ -278,24 +257,38 @@ void RequestPipeline::Finish(Pending& p, bool on_receive_thread) {
     customer_->FinishRequest(timestamp, p.status);
     return;
   }
-  if (on_receive_thread) {
-    p.callback();
-    customer_->FinishRequest(timestamp, p.status);
+  if (run_callback_here) {
+    customer_->FinishRequest(timestamp, RunCallback(p.callback, timestamp, p.status));
     return;
   }
   // Ended by the control loop, which never runs app code: the callback goes to the
-  // worker's own thread, and Wait returns after it.
-  Customer* customer = customer_;
-  customer->RunOnOwnThread(
-      [customer, cb = std::move(p.callback), timestamp, status = p.status] {
-        try {
-          cb();
-        } catch (...) {
-          customer->FinishRequest(timestamp, status);
-          throw;
-        }
-        customer->FinishRequest(timestamp, status);
-      });
+  // worker's own thread, and Wait returns after it. The customer drains that thread
+  // when it closes, before this pipeline is destroyed.
+  customer_->RunOnOwnThread([this, cb = std::move(p.callback), timestamp, status = p.status] {
+    customer_->FinishRequest(timestamp, RunCallback(cb, timestamp, status));
+  });
+}
+
+Status RequestPipeline::RunCallback(const std::function<void()>& callback, int timestamp,
+                                    const Status& status) {
+  std::string what;
+  try {
+    callback();
+    return status;
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+    what = "something that is not a std::exception";
+  }
+  LOG_IF(WARNING, callback_log_.ShouldLog())
+      << "request " << timestamp << ": its callback threw: " << what << " ("
+      << callback_log_.count() << " so far); Wait returns "
+      << (status.ok() ? "Internal" : "the request's own error");
+  // A request that failed keeps its own error (the cause); one that succeeded must not
+  // look as if all went well.
+  if (!status.ok()) return status;
+  return Status::Internal("request " + std::to_string(timestamp) + ": its callback threw: " +
+                          what);
 }
 
 Status RequestPipeline::Assemble(Pending& p, SArray<char>* vals, SArray<int>* lens) {
@@ -337,7 +330,6 @@ Status RequestPipeline::Assemble(Pending& p, SArray<char>* vals, SArray<int>* le
   *vals = p.sized_output.size() == total ? p.sized_output : RawBuffer(total);
   for (const Part& part : p.parts) {
     const KVFrames& a = part.answer;
-    if (part.refused) continue;
     if (part.chunk >= 0) {
       size_t at = (offsets[part.positions[0]] + part.chunk_offset) * elem_size_;
       std::memcpy(vals->data() + at, a.vals.data(), a.vals.size());

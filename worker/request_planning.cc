@@ -20,7 +20,51 @@ uint64_t RequestPipeline::ChunkValues() const {
   return std::max<uint64_t>(1, bytes / elem_size_);
 }
 
-void RequestPipeline::Plan(const PipelineRequest& req, const char* what, Pending* p,
+std::vector<uint64_t> RequestPipeline::ChunkedLengths(const PipelineRequest& req) {
+  std::vector<uint64_t> chunked;
+  const size_t n = req.keys.size();
+  const uint64_t chunk_values = ChunkValues();
+  // A slicer's parts go as it made them.
+  if (n == 0 || req.sliced || chunk_values == 0 || !chunking_.load(std::memory_order_relaxed)) {
+    return chunked;
+  }
+  if (req.push) {
+    // Read from lens in place: a push that chunks nothing allocates nothing here.
+    const uint64_t width = req.lens.empty() ? req.vals.size() / elem_size_ / n : 0;
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t len = req.lens.empty() ? width : static_cast<uint64_t>(req.lens[i]);
+      if (len <= chunk_values) continue;
+      if (chunked.empty()) chunked.assign(n, 0);
+      chunked[i] = len;
+    }
+    return chunked;
+  }
+  if (n == 1 && req.sized_output.size() / elem_size_ > chunk_values) {
+    chunked.assign(1, req.sized_output.size() / elem_size_);
+    return chunked;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (known_lens_.empty()) return chunked;
+  for (size_t i = 0; i < n; ++i) {
+    auto it = known_lens_.find(req.keys[i]);
+    if (it == known_lens_.end()) continue;
+    if (chunked.empty()) chunked.assign(n, 0);
+    chunked[i] = it->second;
+  }
+  return chunked;
+}
+
+void RequestPipeline::RememberChunkedLengths(const PipelineRequest& req,
+                                             const std::vector<uint64_t>& chunked) {
+  if (chunked.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < chunked.size(); ++i) {
+    if (chunked[i]) known_lens_[req.keys[i]] = chunked[i];
+  }
+}
+
+void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
+                           const std::vector<uint64_t>& chunked, Pending* p,
                            std::vector<Message>* messages) {
   Postoffice* po = Postoffice::Get();
   const size_t n = req.keys.size();
@@ -77,41 +121,6 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what, Pending
   auto push_len = [&](size_t i) -> uint64_t {
     return offsets.empty() ? width : offsets[i + 1] - offsets[i];
   };
-
-  // Which keys travel in chunks: pushes by their length; pulls by the length this
-  // worker knows (from its own pushes and pulls), or the one key's sized output.
-  std::vector<uint64_t> chunked(0);
-  if (chunk_values > 0 && chunking_.load(std::memory_order_relaxed) &&
-      !chunks_refused_.load(std::memory_order_relaxed)) {
-    if (req.push) {
-      for (size_t i = 0; i < n; ++i) {
-        if (push_len(i) > chunk_values) {
-          if (chunked.empty()) chunked.assign(n, 0);
-          chunked[i] = push_len(i);
-        }
-      }
-      if (!chunked.empty()) {
-        std::lock_guard<std::mutex> lock(mu_);
-        for (size_t i = 0; i < n; ++i) {
-          if (chunked[i]) known_lens_[req.keys[i]] = chunked[i];
-        }
-      }
-    } else {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (n == 1 && !req.sized_output.empty() &&
-          req.sized_output.size() / elem_size_ > chunk_values) {
-        chunked.assign(1, req.sized_output.size() / elem_size_);
-        known_lens_[req.keys[0]] = chunked[0];
-      } else if (!known_lens_.empty()) {
-        for (size_t i = 0; i < n; ++i) {
-          auto it = known_lens_.find(req.keys[i]);
-          if (it == known_lens_.end()) continue;
-          if (chunked.empty()) chunked.assign(n, 0);
-          chunked[i] = it->second;
-        }
-      }
-    }
-  }
   if (req.pull) p->chunked_len = chunked;
 
   // Whole keys: one part per server that owns some (and, with codecs per key range,
@@ -186,9 +195,6 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what, Pending
       part.chunk_offset = c * chunk_values;
       part.chunk_len = std::min<uint64_t>(chunk_values, len - part.chunk_offset);
       part.server = ring.ServerOfChunk(key, static_cast<uint32_t>(c));
-      part.value_begin = begin;
-      part.value_len_of_key = len;
-      p->chunked_any = true;
       part.positions.push_back(static_cast<uint32_t>(i));
       SArray<Key> keys{key};
       SArray<char> vals;
@@ -199,6 +205,28 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what, Pending
       }
       add_part(std::move(part), keys, vals, lens, len);
     }
+  }
+}
+
+void RequestPipeline::Stamp(const PipelineRequest& req, const Pending& p, int timestamp,
+                            uint64_t id, int64_t clock, std::vector<Message>* messages) {
+  {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    counters_.parts += messages->size();
+    // The parts hold every value of the request once: raw, that is the caller's array.
+    if (req.push) counters_.push_raw_bytes += req.vals.size();
+    for (size_t i = 0; i < messages->size(); ++i) {
+      if (p.parts[i].chunk >= 0) ++counters_.chunks;
+      if (!req.push) continue;
+      const Message& m = (*messages)[i];
+      counters_.push_key_bytes += m.data[0].size() + (m.data.size() > 2 ? m.data[2].size() : 0);
+      counters_.push_value_bytes += m.data[1].size();
+    }
+  }
+  for (Message& msg : *messages) {
+    msg.meta.timestamp = timestamp;
+    msg.meta.request_id = id;
+    msg.meta.clock = clock;
   }
 }
 

@@ -1,5 +1,5 @@
 # The request pipeline end to end. Values longer than the job's chunk size: stored in
-# chunks by the optimizer server, sent whole to a handle that refuses chunks
+# chunks by the optimizer server, sent whole to a handle that takes whole values only
 # (tests/integration/chunked_values.cc).
 herdps_node_test_app(chunked_values chunked_values.cc)
 foreach(server optimizer default)
@@ -18,3 +18,17 @@ add_test(NAME integration.compressed_pushes_match_a_local_reference_per_codec
           -- $<TARGET_FILE:compressed_pushes>)
 set_tests_properties(integration.compressed_pushes_match_a_local_reference_per_codec
   PROPERTIES TIMEOUT 150)
+
+# Chunk support is agreed once per server app (tests/integration/chunk_agreement_app.cc):
+# an app one of whose servers takes whole values only gets every value whole, exactly
+# once, next to an app that takes chunks; also when that server sets its app up late;
+# a chunk refused after the agreement fails its request without a whole resend; and a
+# question no server can answer fails only the requests that would chunk.
+herdps_node_test_app(chunk_agreement_app chunk_agreement_app.cc)
+foreach(variant IN ITEMS
+    "mixed_servers_of_one_app_get_whole_values_exactly_once;-n;2;-s;2;--env;PS_CHUNK_BYTES=4096;--;--scenario=mixed"
+    "a_server_app_set_up_late_is_asked_before_any_chunk_goes;-n;2;-s;2;--env;PS_CHUNK_BYTES=4096;--;--scenario=mixed;--late_server_ms=3000"
+    "a_chunk_refused_later_fails_its_request_without_a_whole_resend;-n;1;-s;2;--env;PS_CHUNK_BYTES=4096;--;--scenario=replaced"
+    "an_app_no_server_runs_fails_what_would_chunk_and_sends_the_rest;-n;1;-s;2;--env;PS_CHUNK_BYTES=4096;--;--scenario=missing")
+  herdps_launch_variant(integration.chunk_agreement_ chunk_agreement_app "${variant}")
+endforeach()

@@ -63,6 +63,8 @@ Message FullMessage() {
   m.request_id = (uint64_t{1} << 33) + 5;
   m.incarnation = 0x1234567890abcdefULL;
   m.sender_incarnation = 0xfedcba0987654321ULL;
+  m.chunk_query = true;
+  m.takes_chunks = true;
   msg.AddData(SArray<uint64_t>{1, 2, 3});
   msg.AddData(SArray<float>{1.f, 2.f});
   msg.AddData(SArray<int>{4});
@@ -135,6 +137,8 @@ TEST(MetaCodec, EveryFieldSurvivesTheRoundTrip) {
   EXPECT_EQ(out.request_id, in.request_id);
   EXPECT_EQ(out.incarnation, in.incarnation);
   EXPECT_EQ(out.sender_incarnation, in.sender_incarnation);
+  EXPECT_EQ(out.chunk_query, in.chunk_query);
+  EXPECT_EQ(out.takes_chunks, in.takes_chunks);
   EXPECT_EQ(out.control.cmd, in.control.cmd);
   EXPECT_EQ(out.control.barrier_group, in.control.barrier_group);
   EXPECT_EQ(out.control.msg_sig, in.control.msg_sig);

@@ -112,9 +112,12 @@ class KVServer : public SimpleApp {
 
   // Declares that the handle takes chunks of large values (KVMeta::chunk >= 0): it
   // must store chunk c of key k apart from the key's other chunks and from a whole
-  // value of k. A server app that does not declare it answers such requests with
-  // Unimplemented, and workers then send those keys whole (docs/pipeline.md).
-  // Call before set_request_handle.
+  // value of k. Call before set_request_handle, and keep it for the server's life:
+  // each worker asks every server of the app once, before its first chunk, and the
+  // KVServer answers for itself (no handle call). Values go in chunks to an app only
+  // if all its servers take them, else whole (docs/pipeline.md). A chunk that reaches
+  // a server app that does not take them is refused with Unimplemented and fails its
+  // request.
   void AcceptChunks() { accept_chunks_ = true; }
 
  private:
@@ -163,6 +166,14 @@ class KVServer : public SimpleApp {
     meta.pull_compression = msg.meta.pull_compression == static_cast<int>(Codec::kFp16)
                                 ? msg.meta.pull_compression
                                 : 0;
+    if (msg.meta.chunk_query) {
+      // A worker's question before its first chunk for this app: the runtime's to
+      // answer, so no handle sees a request without keys.
+      Message answer = Answer(meta);
+      answer.meta.takes_chunks = accept_chunks_;
+      Send(answer);
+      return;
+    }
     if (meta.chunk >= 0 && !accept_chunks_) {
       ResponseError(meta, Status::Unimplemented(kChunksRefused));
       return;

@@ -9,10 +9,13 @@
 // ends early. A request ends early, with Unavailable naming the server, when a server
 // it waits for dies or leaves, and with Timeout at PS_REQUEST_TIMEOUT. Keys are placed
 // on servers by the consistent-hash ring, and a value longer than the job's chunk size
-// (PS_CHUNK_BYTES) travels in chunks spread over the servers, so one call may become
-// several messages (ps/internal/request_pipeline.h); pulled values come back in the
-// caller's key order. A pull of a chunked key needs its length: this worker knows it
-// once it pushed or pulled the key, or from a sized output array for one key.
+// (PS_CHUNK_BYTES) travels in chunks spread over the servers if every server of the app
+// takes chunks (KVServer::AcceptChunks), else whole, so one call may become several
+// messages (ps/internal/request_pipeline.h); pulled values come back in the caller's
+// key order. Before its first request with such a value, a KVWorker asks its servers
+// once whether the app takes chunks; its requests wait, in issue order, until all have
+// answered (docs/pipeline.md). A pull of a chunked key needs its length: this worker
+// knows it once it pushed or pulled the key, or from a sized output array for one key.
 //
 // Buffers: the Z* calls share the caller's SArrays without copying; the caller must
 // not modify pushed values, nor read pulled ones, before the request finishes. Push /
@@ -22,7 +25,11 @@
 // Errors: API misuse (unsorted or duplicate keys, vals/lens that do not match the keys,
 // use before ps::Start) throws ps::Error. Failures on the servers (e.g. a pull of a key
 // that was never pushed) come back as the Status that Wait returns; the callback still
-// runs, and the outputs of a failed pull are unspecified.
+// runs, and the outputs of a failed pull are unspecified. A callback that throws does
+// not keep its request from finishing: Wait returns the request's own error if it
+// failed, else Internal ("request N: its callback threw: ..."), and the throw is logged
+// (rate-limited); the same holds for a throw while a pull's values are copied into the
+// caller's arrays. A callback's throw never reaches the caller of Push or Pull.
 //
 // Thread safety: all methods may be called from several threads at once.
 #ifndef PS_KV_WORKER_H_
@@ -202,16 +209,17 @@ class KVWorker : public SimpleApp {
   // chunk, kept across pushes), and fp16 pull answers. Set before issuing requests
   // (not thread-safe with them). Throws ps::Error for values that are not float. A
   // push whose values a codec refuses (NaN or infinity for topk, threshold, onebit,
-  // randomk) throws ps::Error and sends nothing.
+  // randomk) throws ps::Error and sends nothing (one issued while this worker waits
+  // for its servers' answer on chunks: Wait returns InvalidArgument instead).
   void set_compression(const CompressionPolicy& policy) { pipeline_->set_compression(policy); }
   const CompressionPolicy& compression() const { return pipeline_->compression(); }
   // Forgets the residuals kept for error feedback. Thread-safe.
   void ClearResiduals() { pipeline_->ClearResiduals(); }
 
   // Chunking of values longer than the job's chunk size (PS_CHUNK_BYTES): on by
-  // default; off sends this worker's values whole, each to its key's server (apps
-  // whose server handle takes whole values only can say so up front rather than have
-  // the first chunk refused). Thread-safe; applies to requests issued afterwards.
+  // default, where every server of the app takes chunks; off sends this worker's
+  // values whole, each to its key's server, and asks the servers nothing.
+  // Thread-safe; applies to requests issued afterwards.
   void set_chunking(bool on) { pipeline_->set_chunking(on); }
 
   // Requests issued by this worker and not finished yet.

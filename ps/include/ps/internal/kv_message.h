@@ -14,7 +14,7 @@
 namespace ps {
 
 // The status message (code Unimplemented) of a server app that was sent a chunk of a
-// large value but takes whole values only; workers then send that key whole.
+// large value but takes whole values only (see Meta::chunk_query).
 constexpr const char kChunksRefused[] =
     "this server app takes whole values only (its KVServer does not AcceptChunks)";
 

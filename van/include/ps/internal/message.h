@@ -112,6 +112,8 @@ struct Meta {
   int32_t chunk = -1;               // the chunk carried, -1 for whole values
   uint64_t chunk_offset = 0;        // its first value's position within the key
   uint64_t value_len = 0;           // a chunk's key: its whole value length
+  bool chunk_query = false;         // request: does the server app take chunks?
+  bool takes_chunks = false;        // the answer to a chunk_query
   uint64_t sequence = 0;            // reliable delivery; 0 = not tracked
   uint64_t request_id = 0;          // 64-bit request id (answers echo it)
   uint64_t incarnation = 0;         // the requesting customer's incarnation (echoed)

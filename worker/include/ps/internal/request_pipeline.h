@@ -11,6 +11,11 @@
 // one server. Values are handled as bytes of `elem_size`; KVWorker<Val> is a thin
 // typed layer over this class.
 //
+// Chunks go to the server app only if all its servers take them. Before its first
+// request that would chunk, the pipeline asks every live server once (Meta::chunk_query)
+// and holds its requests, in issue order, until all have answered; every request is
+// planned by that one answer (chunk_agreement.cc).
+//
 // Copies: the caller's arrays are sent as they are when one server owns every key and
 // nothing is chunked or encoded; a chunk's values are a view into the caller's array;
 // keys split over several servers are copied once into their parts. A pull writes each
@@ -18,12 +23,14 @@
 //
 // Thread safety: Issue may be called from several threads at once; Process runs on
 // the thread that receives the data channel (one at a time: the receive thread or a
-// thread in Wait), Abort on the control thread.
+// thread in Wait), Abort on the control thread, the launch of requests held for the
+// servers' answer on the customer's own thread.
 #ifndef PS_INTERNAL_REQUEST_PIPELINE_H_
 #define PS_INTERNAL_REQUEST_PIPELINE_H_
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -96,8 +103,9 @@ class RequestPipeline {
   // Residual floats kept for error feedback (for memory accounting).
   size_t residual_floats();
 
-  // Chunking of values longer than the job's chunk size: on by default; off sends
-  // every value whole (to its key's server). Requests issued afterwards follow it.
+  // Chunking of values longer than the job's chunk size: on by default (where the
+  // server app takes chunks); off sends every value whole (to its key's server) and
+  // asks the servers nothing. Requests issued afterwards follow it.
   void set_chunking(bool on) { chunking_.store(on, std::memory_order_relaxed); }
 
   // Timestamps of pushes in flight (KVWorker::Clock waits for them).
@@ -117,20 +125,59 @@ class RequestPipeline {
  private:
   struct Part;
   struct Pending;
+  struct Held;
+  // What the server app said about chunks (see the class comment). It only moves
+  // kUnknown -> kAsking -> kTaken / kWholeOnly, or back to kUnknown when the question
+  // failed; it becomes an answer only once no request is held (under mu_).
+  enum class ChunkSupport : uint8_t { kUnknown, kAsking, kTaken, kWholeOnly };
 
-  void Plan(const PipelineRequest& req, const char* what, Pending* p,
-            std::vector<Message>* messages);
+  // The keys of req that would travel in chunks, by position: the whole value length,
+  // 0 for keys that go whole; empty when none would. Pushes by their length; pulls by
+  // the length this worker knows (from its own pushes and pulls), or the one key's
+  // sized output.
+  std::vector<uint64_t> ChunkedLengths(const PipelineRequest& req);
+  // Remembers the lengths of the keys that go in chunks, for later pulls of them.
+  void RememberChunkedLengths(const PipelineRequest& req, const std::vector<uint64_t>& chunked);
+  // Splits req into parts, `chunked` (from ChunkedLengths, or empty: every value whole)
+  // saying which keys go in chunks. Throws ps::Error when a key would need over 2^31
+  // chunks.
+  void Plan(const PipelineRequest& req, const char* what, const std::vector<uint64_t>& chunked,
+            Pending* p, std::vector<Message>* messages);
+  // Counts p's messages and stamps them with the request's timestamp, id and clock.
+  void Stamp(const PipelineRequest& req, const Pending& p, int timestamp, uint64_t id,
+             int64_t clock, std::vector<Message>* messages);
+
+  // The chunk agreement (chunk_agreement.cc). Holds a request until the server app's
+  // answer on chunks is in, asking for it if nobody has and the request `would_chunk`;
+  // returns its timestamp.
+  int Hold(PipelineRequest req, const char* what, std::unique_ptr<Pending> p, bool would_chunk);
+  // Sends the question to every live server.
+  void AskChunkSupport();
+  // The last answer to the question is in (or it ended early): the held requests go on
+  // the customer's own thread.
+  void EndChunkQuestion(const Pending& question);
+  // On the own thread: plans and sends the held requests in issue order, then makes
+  // `answer` the app's (kUnknown after a failed question: `failure` says why).
+  void LaunchHeld(ChunkSupport answer, const Status& failure);
+  // Plans and sends the held request `id` by `answer`; with kUnknown (no answer) one
+  // that would chunk ends with `failure` (not OK).
+  void LaunchHeldRequest(uint64_t id, ChunkSupport answer, const Status& failure);
   Status TakeAnswer(Part& part, const Pending& p, Message& msg);
   // Encodes the values of push parts whose keys have a codec; throws ps::Error (nothing
   // sent) on values a codec refuses.
   void Encode(const PipelineRequest& req, const Pending& p, std::vector<Message>* messages);
   // Which of policy_'s codecs (0: push, 1 + i: ranges[i]) a key uses.
   size_t CodecIndex(Key key) const;
-  // A message sending the key of chunk part `chunk` whole, added to p as a new part.
-  Message WholeKeyPart(Pending& p, const Part& chunk);
   // Sends; a part that cannot leave fails as if its server had answered the error.
   void SendPart(Message& msg);
-  void Finish(Pending& p, bool on_receive_thread);
+  // Ends p: assembles and delivers a pull, runs the callback (here, or on the
+  // customer's own thread when `run_callback_here` is false: the control loop runs no
+  // app code) and then Customer::FinishRequest, exactly once whatever the delivery or
+  // the callback throws.
+  void Finish(Pending& p, bool run_callback_here);
+  // Runs a request's callback; returns the status its Wait gets: `status`, or Internal
+  // naming what the callback threw when `status` is OK.
+  Status RunCallback(const std::function<void()>& callback, int timestamp, const Status& status);
   Status Assemble(Pending& p, SArray<char>* vals, SArray<int>* lens);
   uint64_t ChunkValues() const;
 
@@ -145,19 +192,25 @@ class RequestPipeline {
   ResidualStore residuals_;  // under residual_mu_
   std::atomic<uint64_t> nonce_{0};
 
-  std::mutex mu_;  // guards pending_ and known_lens_
-  std::unordered_map<uint64_t, std::unique_ptr<Pending>> pending_;  // by request id
+  std::mutex mu_;  // guards pending_, known_lens_ and held_, and changes of chunk_support_
+  // By request id: requests in flight, requests held for the chunk answer, and the
+  // question itself.
+  std::unordered_map<uint64_t, std::unique_ptr<Pending>> pending_;
   // Lengths of chunked keys this worker pushed or pulled, so that later pulls of them
   // can be split into the same chunks.
   std::unordered_map<Key, uint64_t> known_lens_;
+  std::deque<uint64_t> held_;  // ids of held requests, in issue order
+  // Read without mu_ on the hot path: a request that sees an answer is planned by it
+  // at once, so no request waits once the answer is known.
+  std::atomic<ChunkSupport> chunk_support_{ChunkSupport::kUnknown};
 
   mutable std::mutex counters_mu_;
   Counters counters_;
   std::atomic<bool> chunking_{true};
-  std::atomic<bool> chunks_refused_{false};  // the server app takes whole values only
   std::atomic<uint64_t> dropped_answers_{0};
   std::atomic<uint64_t> stale_answers_{0};
   LogLimiter failure_log_;
+  LogLimiter callback_log_;  // callbacks that threw
   LogLimiter stray_log_;
 };
 
