@@ -36,19 +36,31 @@ int MembershipView::CountAlive(Node::Role role) const {
   return count;
 }
 
-MembershipHolder::MembershipHolder() {
-  history_.push_back(std::make_unique<MembershipView>());
-  current_.store(history_.back().get(), std::memory_order_release);
+MembershipHolder::MembershipHolder(size_t keep_newest, std::chrono::steady_clock::duration grace)
+    : keep_newest_(keep_newest), grace_(grace) {
+  history_.push_back({std::make_unique<MembershipView>(), {}});
+  current_.store(history_.back().view.get(), std::memory_order_release);
 }
 
 const MembershipView* MembershipHolder::Publish(MembershipView view) {
   std::sort(view.nodes.begin(), view.nodes.end(),
             [](const Node& a, const Node& b) { return a.id < b.id; });
+  const auto now = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(mu_);
-  history_.push_back(std::make_unique<MembershipView>(std::move(view)));
-  const MembershipView* published = history_.back().get();
+  history_.back().replaced = now;
+  history_.push_back({std::make_unique<MembershipView>(std::move(view)), {}});
+  const MembershipView* published = history_.back().view.get();
   current_.store(published, std::memory_order_release);
+  // Oldest first: each was replaced no later than the one after it.
+  while (history_.size() > keep_newest_ + 1 && now - history_.front().replaced >= grace_) {
+    history_.pop_front();
+  }
   return published;
+}
+
+size_t MembershipHolder::kept() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return history_.size();
 }
 
 void MembershipHolder::Reset() { Publish(MembershipView()); }

@@ -319,6 +319,9 @@ void Postoffice::GiveUp(const std::string& why) {
     std::shared_lock<std::shared_mutex> lock(dispatch_mu_);
     for (auto& kv : customers_) kv.second->AbortAllRequests(Status::Unavailable(why));
   }
+  // The process exits without Stop, possibly sooner than below (the app, told by its
+  // failed requests): its ipc socket files go now.
+  van_->RemoveEndpointFiles();
   loop_->RunAfter(kGiveUpGrace, [] {
     google::FlushLogFiles(google::GLOG_INFO);
     std::fflush(stdout);

@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
 
+#include "ipc_files.h"
 #include "meta_codec.h"
 
 namespace ps {
@@ -94,6 +96,15 @@ Status ZmqVan::Bind(Receiver* receiver, int wanted_port) {
     return Status::OK();
   }
   if (options_.transport == "ipc") {
+    // Files of nodes that were killed outright (they could not remove them) go first.
+    static std::once_flag swept;
+    std::call_once(swept, [] {
+      const std::string path = EndpointFor("ipc", "", 0).substr(6);
+      const std::string dir = path.substr(0, path.rfind('/'));
+      if (int n = RemoveStaleIpcFiles(dir)) {
+        LOG(INFO) << "removed " << n << " socket files of ended nodes from " << dir;
+      }
+    });
     // ZeroMQ replaces an existing ipc socket file on bind, so a random name picked
     // here must not already exist: that would steal another node's endpoint.
     std::mt19937 rng(std::random_device{}());
@@ -644,8 +655,13 @@ void ZmqVan::Stop() {
   if (gate_) gate_->Stop();
   zmq_ctx_term(context_);
   context_ = nullptr;
-  if (options_.transport == "ipc") {
-    for (Receiver& r : receivers_) unlink(r.endpoint.substr(6).c_str());
+  RemoveEndpointFiles();
+}
+
+void ZmqVan::RemoveEndpointFiles() {
+  if (options_.transport != "ipc") return;
+  for (Receiver& r : receivers_) {
+    if (r.endpoint.size() > 6) unlink(r.endpoint.substr(6).c_str());
   }
 }
 

@@ -53,6 +53,7 @@ class ZmqVan : public Van {
   void SetShm(bool on) override { shm_on_ = on && options_.shm; }
   void SetReceiveInWait(bool on) override { receive_in_wait_ = on; }
   void AdmitIdentity(const std::string& identity) override { guard_.Admit(identity); }
+  void RemoveEndpointFiles() override;
   uint64_t ReceiveWhileWaiting(const std::function<bool()>& done,
                                std::chrono::steady_clock::time_point deadline) override;
   void WakeReceivingWaiter() override;

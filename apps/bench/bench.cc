@@ -45,6 +45,9 @@ DEFINE_bool(csv, false,
 DEFINE_string(server_handle, "store",
               "server handle: store (answers pulls by reference), fresh (answers every pull "
               "with a newly allocated copy) or add (KVServerDefaultHandle)");
+DEFINE_double(raw_timeout_s, 30,
+              "kv workload: the raw ZeroMQ baseline gives up (exit 1) when its server does not "
+              "answer within this many seconds");
 DEFINE_string(workload, "kv",
               "kv: push/pull against raw ZeroMQ; optimizer: server-side optimizer throughput; "
               "chunks: balance and goodput of large tensors chunked vs whole; codecs: gradient "
@@ -95,7 +98,8 @@ int RunDriver() {
     if (n.role == ps::Node::kServerRole && n.rank == 0) host = n.host;
   }
   bench::RawClient raw;
-  if (!raw.Connect("tcp://" + host + ":" + std::to_string(static_cast<int>(port[0])))) {
+  if (!raw.Connect("tcp://" + host + ":" + std::to_string(static_cast<int>(port[0])),
+                   static_cast<int>(FLAGS_raw_timeout_s * 1000))) {
     std::fprintf(stderr, "bench: cannot connect the raw socket\n");
     return 1;
   }
@@ -108,6 +112,7 @@ int RunDriver() {
     std::printf("%-9s %10s %6s %12s %12s %7s %11s %11s %11s %11s\n", "op", "size", "window",
                 "herdps MB/s", "raw MB/s", "ratio", "p50 us", "p99 us", "raw p50", "raw p99");
   }
+  std::fflush(stdout);  // the header now, the figures as they come
   int failures = 0;
   for (const std::string& op : bench::SplitList(FLAGS_ops)) {
     if (op != "push" && op != "pull" && op != "pushpull") {

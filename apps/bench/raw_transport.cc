@@ -2,6 +2,8 @@
 
 #include <zmq.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace bench {
@@ -86,29 +88,41 @@ RawClient::~RawClient() {
   if (context_) zmq_ctx_term(context_);
 }
 
-bool RawClient::Connect(const std::string& endpoint) {
+bool RawClient::Connect(const std::string& endpoint, int timeout_ms) {
+  timeout_ms_ = timeout_ms;
   context_ = zmq_ctx_new();
   socket_ = zmq_socket(context_, ZMQ_DEALER);
   int linger = 0;
   zmq_setsockopt(socket_, ZMQ_LINGER, &linger, sizeof(linger));
+  zmq_setsockopt(socket_, ZMQ_RCVTIMEO, &timeout_ms, sizeof(timeout_ms));
+  zmq_setsockopt(socket_, ZMQ_SNDTIMEO, &timeout_ms, sizeof(timeout_ms));
   return zmq_connect(socket_, endpoint.c_str()) == 0;
+}
+
+void RawClient::GiveUp(const char* what) const {
+  std::fprintf(stderr,
+               "bench: the raw ZeroMQ server did not %s within %d ms (%s); its node may be "
+               "gone: stopping\n",
+               what, timeout_ms_, zmq_strerror(zmq_errno()));
+  std::fflush(nullptr);
+  std::_Exit(1);  // the HerdPS runtime's threads are still running: no clean exit
 }
 
 void RawClient::Send(Op op, const char* buffer, uint64_t size) {
   Header h{static_cast<char>(op), size};
   bool payload = op == Op::kPush || op == Op::kPushPull;
-  zmq_send(socket_, &h, sizeof(h), payload ? ZMQ_SNDMORE : 0);
+  if (zmq_send(socket_, &h, sizeof(h), payload ? ZMQ_SNDMORE : 0) < 0) GiveUp("take a request");
   if (payload) {
     zmq_msg_t msg;
     zmq_msg_init_data(&msg, const_cast<char*>(buffer), size, NoFree, nullptr);
-    zmq_msg_send(&msg, socket_, 0);
+    if (zmq_msg_send(&msg, socket_, 0) < 0) GiveUp("take a request");
   }
 }
 
 uint64_t RawClient::Receive() {
   zmq_msg_t msg;
   zmq_msg_init(&msg);
-  zmq_msg_recv(&msg, socket_, 0);
+  if (zmq_msg_recv(&msg, socket_, 0) < 0) GiveUp("answer");
   uint64_t size = zmq_msg_size(&msg);
   zmq_msg_close(&msg);
   return size;

@@ -34,12 +34,14 @@ class RawServer {
   std::vector<char> payload_;  // what pulls return, grown on demand
 };
 
-// The client side. One request at a time or a window of them.
+// The client side. One request at a time or a window of them. A request or answer that
+// cannot go through within `timeout_ms` (the server's node died) ends the process with
+// status 1 and a message: a benchmark must not hang.
 class RawClient {
  public:
   RawClient() = default;
   ~RawClient();
-  bool Connect(const std::string& endpoint);
+  bool Connect(const std::string& endpoint, int timeout_ms);
   // Sends one request of `size` payload bytes (zero-copy from `buffer`).
   void Send(Op op, const char* buffer, uint64_t size);
   // Receives the oldest outstanding answer; returns its payload size.
@@ -47,8 +49,10 @@ class RawClient {
   void Quit();
 
  private:
+  [[noreturn]] void GiveUp(const char* what) const;
   void* context_ = nullptr;
   void* socket_ = nullptr;
+  int timeout_ms_ = -1;
 };
 
 }  // namespace bench

@@ -8,8 +8,9 @@ with PS_CONSISTENCY=bsp; worker 3 stops after LEAVE_AT of CLOCKS clocks, HOW say
 `finish` (FinishClocks, then idles until the closing barrier), `finalize` (leaves the
 job), `exit` (exits 0 without Finalize) or `kill` (SIGKILL). The other workers must
 end all their clocks with every guarantee checked (see clock_guarantees.cc), and every
-node but the leaver exit 0, within a bound that allows one heartbeat timeout for a
-worker that vanished.
+node but the leaver exit 0 (1 when the leaver vanished and was declared dead: the job
+lost a node), within a bound that allows one heartbeat timeout for a worker that
+vanished.
 """
 import os
 import sys
@@ -32,8 +33,14 @@ def run(how, app, f):
         bound = lt.START_S + lt.DETECT_S + 30
         f.expect(lt.wait_exits(rest, bound), f"not every other node exited within {bound} s")
         f.expect(lt.wait_exits([leaver], 5), "the leaving worker did not stop")
+        # A job that lost a node (declared dead) makes every survivor exit 1 saying so,
+        # once its work is done.
+        lost = how in ("exit", "kill")
         for n in rest:
-            f.expect(n.proc.returncode == 0, f"{n.name} exited {n.proc.returncode}, not 0")
+            f.expect(n.proc.returncode == (1 if lost else 0),
+                     f"{n.name} exited {n.proc.returncode}, not {1 if lost else 0}")
+            f.expect(("the job lost worker 3" in n.text()) == lost,
+                     f"{n.name} {'did not say' if lost else 'said'} that the job lost worker 3")
         for rank in range(3):
             text = nodes[f"worker {rank}"].text()
             f.expect(f"worker {rank}: {CLOCKS} clocks" in text and " 0 violations" in text,

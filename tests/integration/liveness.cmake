@@ -3,7 +3,7 @@
 # dies or exits without Finalize is dropped and the others finish (then exit 1: the job
 # lost a node); a frozen and resumed worker says it was stalled; lost heartbeats
 # (drop rate 0.5) kill nobody; callbacks blocked on a full queue do not stall the
-# control loop. liveness_test.py
+# control loop; a lost job's ipc socket files are removed. liveness_test.py
 # starts the nodes (under tracker/launch, or by hand as on several hosts), signals them
 # and checks exit codes, messages and time bounds.
 herdps_node_test_app(liveness_app liveness_app.cc)
@@ -27,3 +27,10 @@ herdps_liveness_test(worker_exiting_without_finalize_is_dropped_and_the_others_f
 herdps_liveness_test(no_node_is_declared_dead_at_drop_rate_0_5 150)
 herdps_liveness_test(frozen_worker_says_it_was_stalled_and_exits_non_zero 90)
 herdps_liveness_test(blocked_callbacks_do_not_stall_the_control_loop 90)
+herdps_liveness_test(ipc_files_of_a_lost_job_are_removed 90)
+# apps/bench's raw ZeroMQ client gives up when its server dies (APP is bench here).
+add_test(NAME integration.liveness_bench_stops_when_its_raw_server_dies
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/liveness_test.py
+          bench_stops_when_its_raw_server_dies ${LAUNCH} $<TARGET_FILE:bench>)
+set_tests_properties(integration.liveness_bench_stops_when_its_raw_server_dies
+  PROPERTIES TIMEOUT 90)

@@ -486,6 +486,63 @@ def blocked_callbacks_do_not_stall_the_control_loop(launcher, app, f):
                  "the scheduler declared worker 0 dead")
 
 
+def ipc_files_of_a_lost_job_are_removed(launcher, app, f):
+    """Nodes started by hand over ipc, with socket files in a private TMPDIR; SIGKILL of
+    the scheduler: every other node gives up and removes its socket files, so only the
+    killed scheduler's two remain. A node that binds ipc endpoints later removes socket
+    files that nobody listens on and that are over a minute old: those two go when the
+    next job's scheduler starts."""
+    def ipc_files(d):
+        return sorted(n for n in os.listdir(d) if re.fullmatch(r"herdps-\d+\.ipc", n))
+    with tempfile.TemporaryDirectory(prefix="liveness-ipc-") as tmpdir, Job() as job:
+        env = {"PS_TRANSPORT": "ipc", "TMPDIR": tmpdir}
+        nodes = job.start_by_hand(app, 2, 2, ["--mode=workload", "--run_s=30"], extra_env=env)
+        if not wait_until(lambda: all("workload running" in nodes[f"worker {r}"].text()
+                                      for r in (0, 1)), START_S):
+            raise AssertionError("the workload did not start")
+        f.expect(len(ipc_files(tmpdir)) == 10, f"socket files while the job runs: "
+                 f"{ipc_files(tmpdir)}, expected 2 per node")
+        nodes["scheduler"].proc.send_signal(signal.SIGKILL)
+        others = [n for name, n in nodes.items() if name != "scheduler"]
+        f.expect(wait_exits(others, DETECT_S + 5), "a node did not exit")
+        left = ipc_files(tmpdir)
+        print(f"socket files left after the lost scheduler: {left}")
+        f.expect(len(left) == 2, f"{len(left)} socket files left, expected the killed "
+                 f"scheduler's 2: {left}")
+        # Over a minute old, as a crash long ago would have left them.
+        old = time.time() - 120
+        for name in left:
+            os.utime(os.path.join(tmpdir, name), (old, old))
+        fresh = job.start_by_hand(app, 1, 1, ["--mode=workload", "--run_s=1"], extra_env=env)
+        sched = fresh["scheduler"]
+        f.expect(wait_until(lambda: not set(left) & set(ipc_files(tmpdir)), START_S),
+                 f"the stale socket files are still there: {ipc_files(tmpdir)}")
+        f.expect(wait_exits(list(fresh.values()), START_S), "the second job did not end")
+        f.expect(re.search(r"removed 2 socket files of ended nodes", sched.text()) is not None,
+                 "the second job's scheduler did not say it removed the stale files")
+        f.expect(ipc_files(tmpdir) == [], f"files left after the second job: {ipc_files(tmpdir)}")
+
+
+def bench_stops_when_its_raw_server_dies(launcher, app, f):
+    """APP is apps/bench. Nodes started by hand; the server (which also runs the raw
+    ZeroMQ baseline) is killed while the worker measures: the worker's HerdPS requests
+    fail, and its raw client gives up after --raw_timeout_s instead of waiting for an
+    answer for ever: it exits 1 saying so."""
+    args = ["--undefok=marker", "--workload=kv", "--sizes=64", "--ops=push", "--windows=1",
+            "--seconds=120", "--rounds=60", "--max_requests=1000000000", "--raw_timeout_s=3"]
+    with Job() as job:
+        nodes = job.start_by_hand(app, 1, 1, args)
+        w0 = nodes["worker 0"]
+        if not wait_until(lambda: "raw MB/s" in w0.text(), START_S):
+            raise AssertionError("the bench did not start measuring")
+        time.sleep(1)
+        nodes["server 0"].proc.send_signal(signal.SIGKILL)
+        f.expect(wait_exits([w0], DETECT_S + 3 + 20), "the bench's worker did not exit")
+        f.expect(w0.proc.returncode == 1, f"the bench's worker exited {w0.proc.returncode}, not 1")
+        f.expect("bench: the raw ZeroMQ server did not answer within 3000 ms" in w0.text(),
+                 "the bench's worker did not say that the raw server stopped answering")
+
+
 def _dropped_worker_continuation(app, f, quit_how):
     """Worker 1 of 2 stops after its third round (killed, or exits 0 without
     Finalize); worker 0, the servers and the scheduler must finish their work, then exit
@@ -571,6 +628,8 @@ def no_node_is_declared_dead_at_drop_rate_0_5(launcher, app, f):
 
 
 BEHAVIOURS = {fn.__name__: fn for fn in (
+    bench_stops_when_its_raw_server_dies,
+    ipc_files_of_a_lost_job_are_removed,
     no_node_is_declared_dead_at_drop_rate_0_5,
     frozen_worker_says_it_was_stalled_and_exits_non_zero,
     blocked_callbacks_do_not_stall_the_control_loop,

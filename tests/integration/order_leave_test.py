@@ -9,7 +9,8 @@ HOW says how: `finish` (OrderClient::Finish, then waits in Finalize's closing ba
 `finalize` (leaves the job at once) or `kill` (SIGKILL halfway through its next epoch).
 The other workers must run every epoch with every order equal to the one they compute
 themselves (which counts worker 3 exactly as far as it went), and every node but the
-leaver exit 0, within a bound that allows one heartbeat timeout for a killed worker.
+leaver exit 0 (1 when the leaver was killed: the job lost a node), within a bound that
+allows one heartbeat timeout for a killed worker.
 """
 import os
 import sys
@@ -32,8 +33,14 @@ def run(how, app, f):
         bound = lt.START_S + lt.DETECT_S + 30
         f.expect(lt.wait_exits(rest, bound), f"not every other node exited within {bound} s")
         f.expect(lt.wait_exits([leaver], 5), "the leaving worker did not stop")
+        # A job that lost a node (declared dead) makes every survivor exit 1 saying so,
+        # once its work is done.
+        lost = how == "kill"
         for n in rest:
-            f.expect(n.proc.returncode == 0, f"{n.name} exited {n.proc.returncode}, not 0")
+            f.expect(n.proc.returncode == (1 if lost else 0),
+                     f"{n.name} exited {n.proc.returncode}, not {1 if lost else 0}")
+            f.expect(("the job lost worker 3" in n.text()) == lost,
+                     f"{n.name} {'did not say' if lost else 'said'} that the job lost worker 3")
         for rank in range(3):
             text = nodes[f"worker {rank}"].text()
             f.expect(f"worker {rank}: {EPOCHS} epochs" in text and " 0 mismatches" in text,

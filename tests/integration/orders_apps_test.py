@@ -14,7 +14,8 @@
       stop the job); worker 3 stops after epoch 1 of 3: it leaves the job
       (--stop_how leave) or is SIGKILLed halfway through epoch 2 (--stop_how kill). The
       other workers run all 3 epochs, worker 0 evaluates every one of them, and every
-      other node exits 0, within a bound that allows one heartbeat timeout.
+      other node exits 0 (1 after a kill: the job lost a node), within a bound that
+      allows one heartbeat timeout.
   orders_apps_test.py tracker ORDERS LINEAR REFERENCE
       tracker/orders with tiny settings (m = 4, 1 seed, 2 epochs): the table, summary.csv,
       excess.csv, the curves and (when matplotlib is there) the PNG are written and agree.
@@ -100,8 +101,14 @@ def test_stop(how, linear):
         bound = lt.START_S + lt.DETECT_S + 30
         check(lt.wait_exits(rest, bound), f"every other node exits within {bound} s")
         check(lt.wait_exits([leaver], 5), "the stopping worker stops")
+        # A job that lost a node (declared dead) makes every survivor exit 1 saying so,
+        # once its work is done.
+        lost = how == "kill"
         for n in rest:
-            check(n.proc.returncode == 0, f"{n.name} exits 0 (got {n.proc.returncode})")
+            check(n.proc.returncode == (1 if lost else 0),
+                  f"{n.name} exits {1 if lost else 0} (got {n.proc.returncode})")
+            check(("the job lost worker 3" in n.text()) == lost,
+                  f"{n.name} {'says' if lost else 'does not say'} that the job lost worker 3")
         check(f"worker 3 stops after 1 epochs ({how})" in leaver.text(),
               "worker 3 says where it stopped")
         expected = -9 if how == "kill" else 0

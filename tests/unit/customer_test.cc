@@ -511,5 +511,13 @@ TEST(Customer, ATaskThatThrowsDoesNotStopTheOwnThread) {
   EXPECT_TRUE(Happens(after.get_future()));
 }
 
+TEST(Customer, ATaskThatThrowsSomethingNotAnExceptionDoesNotStopTheOwnThread) {
+  std::promise<void> after;
+  auto c = Unopened();
+  c->RunOnOwnThread([] { throw 42; });  // an app may throw anything
+  c->RunOnOwnThread([&] { after.set_value(); });
+  EXPECT_TRUE(Happens(after.get_future()));
+}
+
 }  // namespace
 }  // namespace ps

@@ -148,6 +148,23 @@ TEST(MembershipHolder, ResetGoesBackToAnEmptyVersionZeroViewKeepingOldPointersVa
   EXPECT_EQ(holder.Get()->version, 1u);
 }
 
+TEST(MembershipHolder, KeepsOnlyTheNewestViewsOnceTheGraceHasPassed) {
+  // Memory does not grow with the number of changes: past the grace, only the newest
+  // views (and the current one) are kept.
+  MembershipHolder holder(/*keep_newest=*/4, /*grace=*/std::chrono::seconds(0));
+  for (uint64_t v = 1; v <= 1000; ++v) holder.Publish(SampleView(v));
+  EXPECT_EQ(holder.kept(), 5u);
+  EXPECT_EQ(holder.Get()->version, 1000u);
+}
+
+TEST(MembershipHolder, KeepsEveryViewReplacedWithinTheGrace) {
+  MembershipHolder holder(/*keep_newest=*/4, /*grace=*/std::chrono::hours(1));
+  const MembershipView* first = holder.Publish(SampleView(1));
+  for (uint64_t v = 2; v <= 100; ++v) holder.Publish(SampleView(v));
+  EXPECT_EQ(holder.kept(), 101u);  // the initial empty view too
+  EXPECT_EQ(first->version, 1u);
+}
+
 TEST(MembershipHolder, ReadersSeeWholeViewsWithNonDecreasingVersionsWhilePublishing) {
   MembershipHolder holder;
   constexpr uint64_t kViews = 2000;

@@ -10,7 +10,9 @@
 #define PS_INTERNAL_MEMBERSHIP_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -41,23 +43,37 @@ struct MembershipView {
   int CountAlive(Node::Role role) const;
 };
 
-// Holds the current view. Every published view is kept until the holder dies, so a
-// pointer from Get stays valid for the life of the process: membership changes are
-// rare (at most one per node joining, leaving or dying), and this makes reads free
-// of reference counting and locks.
+// Holds the current view. Readers get a plain pointer (one atomic load, no reference
+// counting, for the data path), so a view that is replaced is not freed at once: it is
+// kept until `keep_newest` newer views exist and `grace` has passed since it was
+// replaced. A pointer from Get (or a reference from a plugin's context) is therefore good
+// for the call it was taken for, however long that lasts within reason: do not keep one
+// across calls. Memory stays bounded by the views of the last `grace` plus
+// `keep_newest`, however many changes a long job sees.
 class MembershipHolder {
  public:
-  MembershipHolder();
+  static constexpr size_t kKeepNewest = 16;
+  static constexpr std::chrono::seconds kGrace{60};
+  explicit MembershipHolder(size_t keep_newest = kKeepNewest,
+                            std::chrono::steady_clock::duration grace = kGrace);
   // The current view; never null (an empty version-0 view before the first Publish).
   const MembershipView* Get() const { return current_.load(std::memory_order_acquire); }
-  // Makes `view` current. Returns it.
+  // Makes `view` current, and frees replaced views past both bounds. Returns it.
   const MembershipView* Publish(MembershipView view);
   // Back to an empty version-0 view (a new Start after Finalize).
   void Reset();
+  // Views kept, the current one included (for tests).
+  size_t kept() const;
 
  private:
-  std::mutex mu_;  // guards history_
-  std::vector<std::unique_ptr<MembershipView>> history_;
+  struct Kept {
+    std::unique_ptr<MembershipView> view;
+    std::chrono::steady_clock::time_point replaced;  // when a newer one was published
+  };
+  const size_t keep_newest_;
+  const std::chrono::steady_clock::duration grace_;
+  mutable std::mutex mu_;  // guards history_
+  std::deque<Kept> history_;  // oldest first; the last one is current
   std::atomic<const MembershipView*> current_;
 };
 

@@ -249,7 +249,9 @@ class Postoffice {
   uint64_t process_incarnation_ = 0;
   MembershipHolder membership_;
   std::function<void()> exit_callback_;
-  int start_count_ = 0;  // Start calls not yet matched by Finalize; under start_mu_
+  // Start calls not yet matched by Finalize; written under start_mu_, read by any
+  // thread (started()).
+  std::atomic<int> start_count_{0};
   std::mutex start_mu_;
 
   // Joining and barriers. Guarded by state_mu_.

@@ -203,6 +203,10 @@ class Van {
   // the channel. Thread-safe.
   virtual void WakeReceivingWaiter() {}
 
+  // Removes the socket files of this van's ipc endpoints (nothing for tcp), for a
+  // process about to exit without Stop; Stop removes them too. Thread-safe once started.
+  virtual void RemoveEndpointFiles() {}
+
   // `identity` is a member's (or a joining node's) routing identity: connections that
   // present it may carry any message; others are bounded (van/connection_guard.h).
   // Thread-safe.
