@@ -32,6 +32,12 @@ constexpr size_t kReorderWindow = 4096;
 constexpr std::chrono::seconds kFinalizeWait(5);
 // The longest the scheduler's Finalize waits for live nodes to leave.
 constexpr std::chrono::seconds kLeaveWait(60);
+// How often a leaving node sends its leave again until it is acknowledged (PS_RESEND).
+constexpr std::chrono::milliseconds kLeaveRepeat(250);
+
+std::chrono::milliseconds Millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
 
 void InitLogging(const char* argv0) {
   if (google::IsGoogleLoggingInitialized()) return;
@@ -115,6 +121,7 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
         key_ranges_.clear();
       }
       finalizing_ = false;
+      started_at_ns_ = 0;
       process_incarnation_ = RandomU64();
       for (int c = 0; c < 2; ++c) {
         if (config_.resend) {
@@ -276,6 +283,14 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
     }
   }
   if (do_barrier) Barrier(customer_id, kScheduler + kServerGroup + kWorkerGroup);
+  // The apps of this node can start serving from now on: a request held for one of them
+  // gets its grace from here (a Start barrier whose release is lost a few times takes
+  // seconds, during which requests from nodes already past it arrive).
+  int64_t expected = 0;
+  started_at_ns_.compare_exchange_strong(
+      expected, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    std::chrono::steady_clock::now().time_since_epoch())
+                    .count());
 }
 
 void Postoffice::MarkJoined() {
@@ -323,10 +338,23 @@ void Postoffice::Finalize(int customer_id, bool do_barrier) {
     leave.meta.request = true;
     leave.meta.recipient = kScheduler;
     SendControl(leave);
-    auto deadline = std::chrono::steady_clock::now() + kFinalizeWait;
+    // With resend on, wait for the ACK, asking again every kLeaveRepeat rather than by
+    // the resend backoff: a node that exits before its leave arrived would be declared
+    // dead, and the job would count as having lost it. Heartbeats go on meanwhile.
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point deadline =
+        Clock::now() + (config_.heartbeat_interval_s > 0
+                            ? std::max<Clock::duration>(Millis(config_.heartbeat_timeout_s),
+                                                        kFinalizeWait)
+                            : Clock::duration(kFinalizeWait));
+    Clock::time_point repeat = Clock::now() + kLeaveRepeat;
     ResendOutbox* outbox = outbox_[static_cast<int>(Channel::kControl)].get();
     while (outbox && outbox->Tracked(kScheduler, leave.meta.sequence) &&
-           std::chrono::steady_clock::now() < deadline) {
+           Clock::now() < deadline) {
+      if (Clock::now() >= repeat) {
+        van_->Send(leave, SendMode::kNonBlocking, Channel::kControl);  // same sequence
+        repeat = Clock::now() + kLeaveRepeat;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   }

@@ -353,7 +353,13 @@ void Postoffice::ExpireRequests() {
 }
 
 void Postoffice::ExpireEarlyMessages() {
-  auto deadline = std::chrono::steady_clock::now() - kEarlyMessageGrace;
+  // The grace counts from when this node finished Start (its apps cannot serve before):
+  // until then nothing expires (what is held stays bounded by count and bytes).
+  const int64_t started_ns = started_at_ns_.load();
+  if (started_ns == 0) return;
+  const std::chrono::steady_clock::time_point started{std::chrono::nanoseconds(started_ns)};
+  const auto deadline = std::chrono::steady_clock::now() - kEarlyMessageGrace;
+  if (started >= deadline) return;
   std::vector<Message> expired;
   {
     std::unique_lock<std::shared_mutex> lock(dispatch_mu_);

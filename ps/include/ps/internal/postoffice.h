@@ -279,6 +279,9 @@ class Postoffice {
   // should the scheduler have declared it dead meanwhile; control loop only.
   double stalled_for_s_ = 0;
   std::atomic<bool> finalizing_{false};
+  // When this node's first Start returned (its apps may serve from then), steady clock
+  // ns; 0 before. Held requests get their grace from here.
+  std::atomic<int64_t> started_at_ns_{0};
 
   // Idle trimming (TrimMemoryIfIdle), on the control loop only.
   struct IdleTrim {
