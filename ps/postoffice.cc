@@ -575,6 +575,7 @@ NodeStats Postoffice::stats() const {
   s.resent_messages = resent_.load();
   s.duplicates = duplicates_.load();
   s.expired_early_messages = expired_early_.load();
+  s.before_table = before_table_.load();
   s.refused_joins = refused_joins_.load();
   for (int c = 0; c < 2; ++c) {
     if (outbox_[c]) s.awaiting_ack += outbox_[c]->Size();

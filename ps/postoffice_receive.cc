@@ -158,6 +158,7 @@ void Postoffice::DrainUnverified(Channel channel) {
   std::deque<Message> held;
   held.swap(in.unverified);
   in.unverified_bytes = 0;
+  before_table_.fetch_add(held.size(), std::memory_order_relaxed);
   for (Message& m : held) Admit(m, channel, /*prejoin=*/false);
 }
 

@@ -8,8 +8,8 @@
 // With a CURVE key (VanOptions::curve_secret_key) a CurveGate secures every socket.
 // With VanOptions::shm, large data frames to peers on this host go through shared
 // memory (shm_link.h sends, shm_receiver.h receives; docs/architecture.md).
-// Threads waiting for answers may take the data ROUTER over from its receive thread
-// (ReceiveWhileWaiting, zmq_van_wait.cc): exactly one thread holds it at a time.
+// A thread waiting alone for an answer may take the data ROUTER over from its receive
+// thread (ReceiveWhileWaiting, zmq_van_wait.cc); one thread at a time receives on it.
 #ifndef HERDPS_VAN_ZMQ_VAN_H_
 #define HERDPS_VAN_ZMQ_VAN_H_
 

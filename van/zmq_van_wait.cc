@@ -69,8 +69,7 @@ bool ZmqVan::StartReceiveInWait() {
   std::random_device random;
   char hex[17];
   std::snprintf(hex, sizeof(hex), "%08x%08x", random(), random());
-  // Unguessable, so that no peer can connect with it (the ROUTER hands an identity
-  // over to a newer connection).
+  // Unguessable, so that no peer can connect with it and pass for a nudge.
   nudge_identity_ = std::string("herdps-nudge-") + hex;
   auto make_nudger = [this](const std::string& endpoint) -> void* {
     void* socket = zmq_socket(context_, ZMQ_DEALER);

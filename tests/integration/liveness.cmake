@@ -34,3 +34,13 @@ add_test(NAME integration.liveness_bench_stops_when_its_raw_server_dies
           bench_stops_when_its_raw_server_dies ${LAUNCH} $<TARGET_FILE:bench>)
 set_tests_properties(integration.liveness_bench_stops_when_its_raw_server_dies
   PROPERTIES TIMEOUT 90)
+
+# Data before the node table is handed to app handles by the data channel's receiving
+# thread, never by the control loop (early_data_app.cc).
+herdps_node_test_app(early_data_app early_data_app.cc)
+add_test(NAME integration.data_before_the_node_table_never_runs_a_handle_on_the_control_loop
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/early_data_test.py
+          $<TARGET_FILE:early_data_app>)
+set_tests_properties(
+  integration.data_before_the_node_table_never_runs_a_handle_on_the_control_loop
+  PROPERTIES TIMEOUT 300)

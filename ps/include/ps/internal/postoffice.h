@@ -64,6 +64,7 @@ struct NodeStats {
   uint64_t resent_messages = 0;    // resends (PS_RESEND)
   uint64_t duplicates = 0;         // received twice and dropped (PS_RESEND)
   uint64_t expired_early_messages = 0;  // held for an app that never appeared
+  uint64_t before_table = 0;       // data that came before the node table, admitted after
   size_t held_out_of_order = 0;    // messages held for ordering now (PS_RESEND)
   size_t awaiting_ack = 0;         // sent messages not acknowledged yet (PS_RESEND)
 };
@@ -319,7 +320,7 @@ class Postoffice {
   LogLimiter stray_log_;   // data for unknown customers, from gone nodes
   LogLimiter forged_log_;  // messages whose sender does not match their connection
   std::atomic<uint64_t> forged_{0}, from_gone_{0}, injected_drops_{0}, resent_{0},
-      duplicates_{0}, expired_early_{0}, refused_joins_{0};
+      duplicates_{0}, expired_early_{0}, refused_joins_{0}, before_table_{0};
 };
 
 }  // namespace ps

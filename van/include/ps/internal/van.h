@@ -178,9 +178,10 @@ class Van {
   // message, to whoever it is for, in arrival order, on this thread) until `done()`
   // holds, `deadline` passes or the van stops, then hands the channel back.
   //
-  // Any number of threads may wait this way at once: one receives, the others wait
-  // for the channel (or for done(), when the receiving thread dispatches their answer),
-  // and a receiving thread that is done hands the channel to the next of them.
+  // Any number of threads may call this at once. Only a thread that waits alone takes
+  // the channel; the others wait for done(), their answers dispatched by whichever
+  // thread receives (a waiter that is done hands the channel to the one other waiter,
+  // or to the receive thread when several wait).
   //
   // Returns at once, having received nothing, when the calling thread is dispatching a
   // message itself (a handle that waits), when the van is not running, or when
