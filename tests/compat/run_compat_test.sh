@@ -25,12 +25,21 @@ run() {
 
 step "install and build the ps-lite style apps against $tmp/prefix"
 run cmake --install "$build_dir" --prefix "$tmp/prefix" >/dev/null
+# A package built with a sanitizer (tests/sanitizer/run) needs its apps built with it
+# too: a sanitizer's runtime must come first in a process.
+sanitize=()
+case "$(sed -n 's/^HERDPS_SANITIZE:STRING=//p' "$build_dir/CMakeCache.txt" 2>/dev/null)" in
+  thread) sanitize=(-DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread) ;;
+  address) sanitize=(-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined
+                     -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined) ;;
+esac
 run cmake -S "$source_dir/tests/compat/apps" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF >/dev/null
+  -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF "${sanitize[@]}" >/dev/null
 run cmake --build "$tmp/build" -j "$(nproc)"
 
 step "KV push / pull / push-pull, 2 workers, 2 servers"
-out=$(run "${launch[@]}" -n 2 -s 2 --timeout 60 --env COMPAT_VERBOSE=1 -- "$tmp/build/kv_style" 2>&1)
+out=$(run "${launch[@]}" -n 2 -s 2 --timeout 60 --env COMPAT_VERBOSE=1 -- "$tmp/build/kv_style" 2>&1) ||
+  { echo "$out"; echo "compat: FAILED: the job failed" >&2; exit 1; }
 echo "$out"
 [[ $(grep -c 'worker [0-9]* error: 0$' <<<"$out") -eq 2 ]] || { echo "compat: FAILED: not every worker reported error 0" >&2; exit 1; }
 [[ $(grep -c 'sliced error: 0$' <<<"$out") -eq 2 ]] || { echo "compat: FAILED: a custom slicer lost values" >&2; exit 1; }
@@ -42,14 +51,16 @@ run "${launch[@]}" -n 2 -s 2 --timeout 60 -- "$tmp/build/simple_style"
 
 step "several workers in one process: 4 workers in 2 processes, 1 server"
 out=$(run "${launch[@]}" -n 4 -s 1 --workers-per-process 2 --timeout 60 -- \
-  "$tmp/build/multi_workers_style" '{role}' 2>&1)
+  "$tmp/build/multi_workers_style" '{role}' 2>&1) ||
+  { echo "$out"; echo "compat: FAILED: the job failed" >&2; exit 1; }
 echo "$out"
 [[ $(grep -c 'error: 0$' <<<"$out") -eq 4 ]] || { echo "compat: FAILED: not 4 customers with error 0" >&2; exit 1; }
 
 for placement in range ring; do
   step "MXNet style (apps before StartAsync, SimpleApp commands, SArray views, key ranges), PS_KEY_PLACEMENT=$placement"
   out=$(run "${launch[@]}" -n 2 -s 2 --timeout 60 --env PS_KEY_PLACEMENT=$placement -- \
-    "$tmp/build/mxnet_style" 2>&1)
+    "$tmp/build/mxnet_style" 2>&1) ||
+    { echo "$out"; echo "compat: FAILED: the job failed" >&2; exit 1; }
   echo "$out"
   [[ $(grep -c " 0 wrong values, .*($placement placement), command OK" <<<"$out") -eq 2 ]] ||
     { echo "compat: FAILED: MXNet style under $placement" >&2; exit 1; }

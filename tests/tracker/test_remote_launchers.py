@@ -35,6 +35,11 @@ import launchers  # noqa: E402
 import node_entry  # noqa: E402
 from test_launch import LAUNCH, LIMIT_S, NODE, marker_pids  # noqa: E402
 
+# The ssh launcher hands remote nodes only PS_* and DMLC_* variables: under
+# tests/sanitizer/run, its options (suppressions, report files) go along explicitly.
+SANITIZER_ENV = [a for k in ("TSAN_OPTIONS", "ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS")
+                 if k in os.environ for a in ("--env", f"{k}={os.environ[k]}")]
+
 FAKE_SSH = os.path.join(HERE, "fake_ssh")
 FAKE_SRUN = os.path.join(HERE, "fake_srun")
 HELLO = os.path.join(REPO, "build", "apps", "hello")
@@ -91,13 +96,13 @@ class JobTest(unittest.TestCase):
     def launch(self, *args, env=None):
         full = dict(os.environ)
         full.update(env or {})
-        return subprocess.run([sys.executable, LAUNCH, *args], capture_output=True,
-                              text=True, timeout=LIMIT_S, env=full)
+        return subprocess.run([sys.executable, LAUNCH, *SANITIZER_ENV, *args],
+                              capture_output=True, text=True, timeout=LIMIT_S, env=full)
 
     def start(self, *args, env=None):
         full = dict(os.environ)
         full.update(env or {})
-        return subprocess.Popen([sys.executable, LAUNCH, *args], env=full,
+        return subprocess.Popen([sys.executable, LAUNCH, *SANITIZER_ENV, *args], env=full,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def node_cmd(self, mode):
