@@ -44,14 +44,8 @@ done
 
 step "configure the consumer against the prefix"
 # No package registry: the only HerdPS it may find is the one just installed.
-# A package built with a sanitizer (tests/sanitizer/run) needs its apps built with it
-# too: a sanitizer's runtime must come first in a process.
-sanitize=()
-case "$(sed -n 's/^HERDPS_SANITIZE:STRING=//p' "$build_dir/CMakeCache.txt" 2>/dev/null)" in
-  thread) sanitize=(-DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread) ;;
-  address) sanitize=(-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined
-                     -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined) ;;
-esac
+# The package's sanitizer, if it has one, for the apps too.
+mapfile -t sanitize < <("$source_dir/tests/sanitizer/app_flags" "$build_dir")
 run cmake -S "$source_dir/tests/install/consumer" -B "$tmp/build" \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tmp/prefix" \
   -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF "${sanitize[@]}"
