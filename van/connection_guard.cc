@@ -158,7 +158,14 @@ void ConnectionGuard::Watch(int fd) {
   c.order = ++accepted_;
   c.tcp = !c.peer.empty();
   c.admitted = !c.tcp;
-  if (c.tcp) strangers_.fetch_add(1, std::memory_order_relaxed);
+  // Its probe may have been received before the guard saw the connection accepted.
+  auto seen = seen_early_.find(fd);
+  if (seen != seen_early_.end()) {
+    c.identity = std::move(seen->second);
+    c.admitted = c.admitted || members_.count(c.identity) > 0;
+    seen_early_.erase(seen);
+  }
+  if (c.tcp && !c.admitted) strangers_.fetch_add(1, std::memory_order_relaxed);
   connections_.emplace(fd, std::move(c));
 }
 
@@ -180,7 +187,13 @@ void ConnectionGuard::AdmitLocked(int fd, Connection& c) {
 void ConnectionGuard::Seen(int fd, const std::string& identity) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = connections_.find(fd);
-  if (it == connections_.end() || it->second.admitted) return;
+  if (it == connections_.end()) {
+    // Not seen accepted yet (the monitor's event is on its way): kept for Watch. A few
+    // at most; an entry whose event never comes is replaced when its number is reused.
+    if (seen_early_.size() < kMaxSeenEarly) seen_early_[fd] = identity;
+    return;
+  }
+  if (it->second.admitted) return;
   if (members_.count(identity)) {
     AdmitLocked(fd, it->second);
   } else {

@@ -101,6 +101,9 @@ class ConnectionGuard {
 
   std::mutex mu_;  // guards everything below
   std::map<int, Connection> connections_;  // by file descriptor
+  // Identities seen on connections before their accept event came, by descriptor.
+  static constexpr size_t kMaxSeenEarly = 4096;
+  std::map<int, std::string> seen_early_;
   std::unordered_set<std::string> members_;
   uint64_t accepted_ = 0;
   std::atomic<size_t> strangers_{0};  // connections that are TCP, not admitted, not refused

@@ -515,19 +515,22 @@ ZmqVan::Received ZmqVan::ReceiveOne(Channel channel, Wait wait) {
     release_all();
     return Received::kDone;
   }
-  if (guard_.watching() && frames.size() >= 2) {
-    // A connection that has not shown a member's identity yet: tell the guard which.
+  const bool empty_meta = frames.size() == 2 && zmq_msg_size(frames[1]) == 0;
+  const bool nudge = empty_meta && IsNudge(static_cast<const char*>(zmq_msg_data(frames[0])),
+                                           zmq_msg_size(frames[0]));
+  // The guard learns which connection presents which identity: from every probe (a
+  // connection's first message; the guard may not have seen it accepted yet), and from
+  // any message while some connection has not shown a member's identity.
+  if (!nudge && frames.size() >= 2 && (empty_meta || guard_.watching())) {
     int fd = zmq_msg_get(frames[1], ZMQ_SRCFD);
     if (fd >= 0) {
       guard_.Seen(fd, std::string(static_cast<const char*>(zmq_msg_data(frames[0])),
                                   zmq_msg_size(frames[0])));
     }
   }
-  if (frames.size() == 2 && zmq_msg_size(frames[1]) == 0) {
-    const bool nudge =
-        IsNudge(static_cast<const char*>(zmq_msg_data(frames[0])), zmq_msg_size(frames[0]));
+  if (empty_meta) {
     release_all();
-    if (!nudge) return Received::kMessage;  // a peer's probe (ZMQ_PROBE_ROUTER): seen above
+    if (!nudge) return Received::kMessage;  // a peer's probe (ZMQ_PROBE_ROUTER)
     RunReceiverTasks(channel);
     return Received::kNudge;
   }
