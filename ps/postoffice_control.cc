@@ -307,6 +307,9 @@ void Postoffice::GiveUp(const std::string& why) {
   if (!fatal_error_.empty()) return;
   LOG(ERROR) << RoleName(config_.role) << " " << my_node_.rank << ": " << why
              << "; ending every request and exiting";
+  // The process exits without Stop, possibly as soon as the app hears of this (its
+  // barrier or requests fail below): its ipc socket files go first.
+  van_->RemoveEndpointFiles();
   {
     std::lock_guard<std::mutex> lock(state_mu_);
     fatal_error_ = why;
@@ -319,9 +322,6 @@ void Postoffice::GiveUp(const std::string& why) {
     std::shared_lock<std::shared_mutex> lock(dispatch_mu_);
     for (auto& kv : customers_) kv.second->AbortAllRequests(Status::Unavailable(why));
   }
-  // The process exits without Stop, possibly sooner than below (the app, told by its
-  // failed requests): its ipc socket files go now.
-  van_->RemoveEndpointFiles();
   loop_->RunAfter(kGiveUpGrace, [] {
     google::FlushLogFiles(google::GLOG_INFO);
     std::fflush(stdout);

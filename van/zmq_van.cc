@@ -638,6 +638,9 @@ void ZmqVan::Stop() {
     r.thread.join();
   }
   ReleaseWaiters();
+  // The ROUTERs' monitors go first (their sockets are this thread's now), so that no
+  // event is on its way to the guard when it closes.
+  for (Receiver& r : receivers_) zmq_socket_monitor(r.socket, nullptr, 0);
   guard_.Stop();
   for (Receiver& r : receivers_) {
     zmq_close(r.socket);
