@@ -12,6 +12,7 @@
 #include "measure.h"
 #include "ps/optimizer_server.h"
 #include "ps/ps.h"
+#include "workload_end.h"
 
 DEFINE_int32(model_tensors, 4, "chunks workload: tensors in the model whose balance is reported");
 DEFINE_double(model_tensor_mib, 16, "chunks workload: size of each model tensor in MiB");
@@ -164,12 +165,7 @@ int RunChunkWorkload(bool csv) {
   std::printf("# chunked worker sent %llu parts, %llu of them chunks\n",
               static_cast<unsigned long long>(counters.parts),
               static_cast<unsigned long long>(counters.chunks));
-  ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
-  if (failures) {
-    std::fprintf(stderr, "bench: %d requests failed (see the log)\n", failures);
-    return 1;
-  }
-  return 0;
+  return EndWorkerRun(failures);
 }
 
 }  // namespace bench

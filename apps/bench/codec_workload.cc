@@ -15,6 +15,7 @@
 #include "ps/internal/codec_frame.h"
 #include "ps/ps.h"
 #include "store_handle.h"
+#include "workload_end.h"
 
 DEFINE_string(codecs, "none,fp16,topk:0.01,topk:0.001,threshold:2.5,onebit,randomk:0.01",
               "codecs workload: the codecs to measure (CodecSpec forms)");
@@ -198,12 +199,7 @@ int RunCodecWorkload(bool csv) {
         });
     report("pull", "fp16 answers", bytes / 2.0 + ps::FrameHeaderBytes(bytes / 4), h, r);
   }
-  ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
-  if (failures) {
-    std::fprintf(stderr, "bench: %d requests or decodes failed (see the log)\n", failures);
-    return 1;
-  }
-  return 0;
+  return EndWorkerRun(failures, "requests or decodes");
 }
 
 }  // namespace bench

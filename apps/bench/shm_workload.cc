@@ -13,6 +13,7 @@
 #include "measure.h"
 #include "ps/ps.h"
 #include "store_handle.h"
+#include "workload_end.h"
 
 DEFINE_string(shm_sizes, "1048576,16777216", "shm workload: value sizes in bytes");
 DEFINE_string(shm_ops, "push,pull,pull_into",
@@ -195,12 +196,7 @@ int RunShmWorkload(bool csv) {
       }
     }
   }
-  ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
-  if (failures) {
-    std::fprintf(stderr, "bench: %d requests failed (see the log)\n", failures);
-    return 1;
-  }
-  return 0;
+  return EndWorkerRun(failures);
 }
 
 }  // namespace bench

@@ -12,6 +12,7 @@
 #include "measure.h"
 #include "ps/ps.h"
 #include "store_handle.h"
+#include "workload_end.h"
 
 DEFINE_int32(waiter_threads, 4, "waiters workload: threads of the worker, each waiting on its own");
 DEFINE_string(waiter_sizes, "4096", "waiters workload: value sizes in bytes, comma-separated");
@@ -119,12 +120,7 @@ int RunWaitersWorkload(bool csv) {
     }
     std::fflush(stdout);
   }
-  ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
-  if (failures) {
-    std::fprintf(stderr, "bench: %d requests failed (see the log)\n", failures);
-    return 1;
-  }
-  return 0;
+  return EndWorkerRun(failures);
 }
 
 }  // namespace bench
