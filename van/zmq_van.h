@@ -140,7 +140,8 @@ class ZmqVan : public Van {
   // the data ROUTER's role.
   Received ReceiveOneGuarded(Channel channel, Wait wait);
   // For ReceiveWhileWaiting, under `lock` (of role_mu_): waits until this thread holds
-  // the ROUTER (true), or until done(), the deadline or Stop (false).
+  // the ROUTER (true), or until done(), the deadline or Stop, or at once when several
+  // threads wait or did lately (false: the caller waits as with receive-in-wait off).
   bool TakeDataRole(std::unique_lock<std::mutex>& lock, const std::function<bool()>& done,
                     std::chrono::steady_clock::time_point deadline);
   // For a waiter whose spell ends (`ended`: the van stops): parks the ROUTER, or gives
@@ -215,6 +216,8 @@ class ZmqVan : public Van {
   int role_wanted_ = 0;  // a lone waiter asked the receive thread for the ROUTER (0 or 1)
   bool nudge_pending_ = false;  // a nudge asks the receive thread to let go
   std::chrono::steady_clock::time_point receiving_since_;  // when the waiter took it
+  // When two or more threads last waited at once (kSeveralWaitersQuiet).
+  std::chrono::steady_clock::time_point several_waited_at_;
   std::chrono::milliseconds park_check_{1};  // the receive thread's interval (wait.cc)
   void* nudge_socket_ = nullptr;    // DEALER to the data ROUTER's inproc endpoint
   // RunOnReceiver's tasks by channel, and the control ROUTER's nudge socket; guarded by

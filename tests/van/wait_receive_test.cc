@@ -335,11 +335,13 @@ struct SlowEchoPair {
   RecordingVan server;
 };
 
-TEST(WaitReceive, ASecondWaiterReceivesItsAnswerOnceTheFirstIsDone) {
-  // The first waiter holds the socket for a slow answer; the second starts waiting
-  // meanwhile, for an answer that comes after the first is done. The first hands the
-  // socket to the second, which receives its answer itself, rather than leave it to
-  // the receive thread's next look at a parked socket.
+TEST(WaitReceive, ASecondWaiterLeavesItsAnswerToTheReceiveThreadToldWhenTheFirstIsDone) {
+  // The first waiter holds the socket for a slow answer; a second starts waiting
+  // meanwhile, for an answer that comes after the first is done. Threads that wait at
+  // once do not receive (moving the socket between them costs more than it saves): the
+  // second returns at once to wait in its caller, and when the first is done the
+  // receive thread takes the socket over, told at once (not left to find it parked),
+  // and delivers the second's answer.
   SlowEchoPair pair;
   auto first = pair.Waiter(SlowEchoPair::kSlowHeads);
   // Until the first waiter holds the socket (it is the only waiter, so an answer
@@ -349,13 +351,22 @@ TEST(WaitReceive, ASecondWaiterReceivesItsAnswerOnceTheFirstIsDone) {
     pair.DeliveredBy(quick);
   }
   ASSERT_GT(pair.client->stats().received_in_wait, 0u) << "the first waiter never received";
+  const uint64_t received_before = pair.client->stats().received_in_wait;
   auto second = pair.Waiter(SlowEchoPair::kSlowHeads + 1);
-  ASSERT_EQ(first.wait_for(kBound), std::future_status::ready);
   ASSERT_EQ(second.wait_for(kBound), std::future_status::ready);
-  const std::thread::id second_thread = second.get();
+  EXPECT_FALSE(pair.Arrived(SlowEchoPair::kSlowHeads + 1))
+      << "the second waiter waited in the van for its answer";
+  ASSERT_EQ(first.wait_for(kBound), std::future_status::ready);
   EXPECT_EQ(pair.DeliveredBy(SlowEchoPair::kSlowHeads), first.get());
-  EXPECT_EQ(pair.DeliveredBy(SlowEchoPair::kSlowHeads + 1), second_thread)
-      << "the second waiter's answer was left to another thread";
+  const std::thread::id second_by = pair.DeliveredBy(SlowEchoPair::kSlowHeads + 1);
+  ASSERT_NE(second_by, std::thread::id()) << "the second answer never came";
+  // A message nobody waits for shows which thread is the receive thread.
+  ASSERT_TRUE(pair.client->Send(Small(1, 600), SendMode::kBlocking, Channel::kData).ok());
+  EXPECT_EQ(second_by, pair.DeliveredBy(600))
+      << "the second answer was not delivered by the receive thread";
+  EXPECT_NE(second_by, second.get());
+  EXPECT_EQ(pair.client->stats().received_in_wait, received_before + 1)
+      << "only the first waiter's own answer is received in a wait meanwhile";
 }
 
 TEST(WaitReceive, ADoneThatThrowsHandsTheSocketOn) {

@@ -179,14 +179,14 @@ class Van {
   // holds, `deadline` passes or the van stops, then hands the channel back.
   //
   // Any number of threads may call this at once. Only a thread that waits alone takes
-  // the channel; the others wait for done(), their answers dispatched by whichever
-  // thread receives (a waiter that is done hands the channel to the one other waiter,
-  // or to the receive thread when several wait).
+  // the channel; once several wait at once, none takes it for a while (the ZeroMQ van:
+  // a second without two waiting at once), and a holder that is done hands it to the
+  // receive thread, which dispatches their answers.
   //
   // Returns at once, having received nothing, when the calling thread is dispatching a
-  // message itself (a handle that waits), when the van is not running, or when
-  // receive-in-wait is off (VanOptions, SetReceiveInWait); the caller then waits as
-  // usual. Either way the caller looks at its condition again afterwards: returning
+  // message itself (a handle that waits), when the van is not running, when
+  // receive-in-wait is off (VanOptions, SetReceiveInWait), or when other threads wait
+  // or did lately; the caller then waits as usual. Either way the caller looks at its condition again afterwards: returning
   // does not mean done() holds. If done() throws, the channel is handed on and the
   // exception propagates.
   //
