@@ -242,6 +242,20 @@ class LaunchTest(unittest.TestCase):
                     self.assertEqual(r.stdout, "")
                     self.assertFalse(os.path.exists(flag))
 
+    def test_a_command_without_dashes_is_named_with_the_fix(self):
+        # Forgetting '--' is the commonest slip: the error names the words taken for
+        # the node command and shows where '--' goes; nothing starts.
+        with tempfile.TemporaryDirectory() as tmp:
+            flag = os.path.join(tmp, "started")
+            r = self.launch("-n", "1", "-s", "1", "sh", "-c", 'touch "$0"', flag)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("launch: error: unrecognized arguments: sh -c", r.stderr)
+            self.assertIn("put '--' before it: launch [options] -- sh -c", r.stderr)
+            self.assertFalse(os.path.exists(flag))
+        r = self.launch("-n", "1", "-s", "1")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("missing '--' before the node command", r.stderr)
+
     def test_help_documents_options_and_env(self):
         r = self.launch("-h")
         self.assertEqual(r.returncode, 0)
