@@ -137,6 +137,39 @@ class LaunchTest(unittest.TestCase):
         self.assertEqual(lines, ["[worker 0] a", "[worker 0] b\ufffdc",
                                  "[worker 0] no newline"])
 
+    def test_a_line_appears_when_the_node_prints_it(self):
+        # Worker 0 prints a line with print() (Python buffers stdout in blocks when it
+        # is a pipe, like C's stdio) and then waits, up to a bound, for this test to
+        # have seen that line in the launcher's output. Only if the line reaches the
+        # launcher when printed, not when the node exits, does the node exit 0.
+        code = ("import os, sys, time\n"
+                "if os.environ['PS_ROLE'] != 'worker': sys.exit(0)\n"
+                "print('ready', sys.argv[2])\n"
+                "deadline = time.monotonic() + 20\n"
+                "while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:\n"
+                "    time.sleep(0.05)\n"
+                "sys.exit(0 if os.path.exists(sys.argv[1]) else 3)\n")
+        with tempfile.TemporaryDirectory() as tmp:
+            seen = os.path.join(tmp, "seen")
+            proc = subprocess.Popen(
+                [sys.executable, LAUNCH, "-n", "1", "-s", "1", "--", sys.executable, "-c",
+                 code, seen, self.marker], stdout=subprocess.PIPE, text=True,
+                env={k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"})
+            try:
+                lines = []
+                for line in proc.stdout:
+                    lines.append(line)
+                    if line.startswith("[worker 0] ready"):
+                        open(seen, "w").close()
+                self.assertEqual(proc.wait(timeout=LIMIT_S), 0,
+                                 "worker 0's line came only when it exited:\n" +
+                                 "".join(lines))
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                proc.stdout.close()
+
     def test_no_output_is_lost(self):
         r = self.launch("-n", "2", "-s", "1", "--", "sh", "-c",
                         'i=0; while [ $i -lt 5000 ]; do echo "line $i"; '
