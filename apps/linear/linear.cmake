@@ -17,8 +17,8 @@ add_library(herdps_linear_data STATIC
   ${LINEAR_DIR}/logistic.cc)
 target_include_directories(herdps_linear_data PUBLIC ${LINEAR_DIR})
 
-# The app's training side (flags, loader, worker loop, clocks, stragglers, example orders), shared by the app and by the
-# reference test that checks it.
+# The app's training side (flags, loader, worker loop, clocks, stragglers, example orders), shared by the app and by
+# linear_newton_reference.
 add_library(herdps_linear_training STATIC ${LINEAR_DIR}/trainer.cc
   ${LINEAR_DIR}/training_options.cc ${LINEAR_DIR}/clock_pacer.cc ${LINEAR_DIR}/straggler.cc
   ${LINEAR_DIR}/step_order.cc ${LINEAR_DIR}/early_stop.cc)
@@ -29,3 +29,8 @@ target_compile_definitions(herdps_linear_training PRIVATE
 
 herdps_app(linear ${LINEAR_DIR}/linear.cc)
 target_link_libraries(linear PRIVATE herdps_linear_training)
+
+# The exact optimum of the app's objective by Newton's method, for the experiments
+# (tracker/orders) and the tests that compare a trained model with it.
+herdps_app(linear_newton_reference ${LINEAR_DIR}/newton_reference.cc)
+target_link_libraries(linear_newton_reference PRIVATE herdps_linear_training)
