@@ -14,6 +14,7 @@
 
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -66,8 +67,10 @@ def test_smoke(tool, linear, tmp, plots):
     rc, out = run(cmd + ([] if plots else ["--no_plots"]), timeout=120)
     if not check(rc == 0, f"a smoke run exits 0 (got {rc})"):
         print(tail(out, 30))
-    check(out.count("] ") >= 4 and "[4/4] adam topk:0.01 seed 1:" in out,
-          "a progress line per run")
+    check(out.count("] ") >= 4 and "[4/4] adam topk:0.01 seed 1:" in out and
+          re.search(r"\[1/4\] .*; \d+ s elapsed, about [0-9a-z ]+ left", out) and
+          re.search(r"\[4/4\] .*; \d+ s elapsed, all 4 runs done", out),
+          "a progress line per run: runs done of all, elapsed, time left")
     path = os.path.join(out_dir, "results.md")
     text = open(path).read() if os.path.exists(path) else ""
     lines = [l for l in text.splitlines() if l.startswith("|")]

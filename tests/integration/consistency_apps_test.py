@@ -173,6 +173,9 @@ def test_tracker(consistency, linear):
         rc, out = run(cmd + ([] if plots else ["--no_plots"]), timeout=240)
         if not check(rc == 0, f"tracker/consistency with tiny settings exits 0 (got {rc})"):
             print(tail(out, 30))
+        check(re.search(r"\[1/4\] bsp, .*; \d+ s elapsed, about [0-9a-z ]+ left", out) and
+              re.search(r"\[4/4\] .*; \d+ s elapsed, all 4 runs done", out),
+              "a progress line per run: runs done of all, elapsed, time left")
         results = os.path.join(out_dir, "results.md")
         table = open(results).read() if os.path.exists(results) else ""
         rows = [l for l in table.splitlines() if l.startswith("| bsp") or l.startswith("| ssp")]

@@ -155,6 +155,9 @@ def test_tracker(orders, linear, reference):
         rc, out = run(cmd + ([] if plots else ["--no_plots"]), timeout=120)
         if not check(rc == 0, f"tracker/orders with tiny settings exits 0 (got {rc})"):
             print(tail(out, 30))
+        check(re.search(r"\[1/3\] m=4 .*; \d+ s elapsed, about [0-9a-z ]+ left", out) and
+              re.search(r"\[3/3\] m=4 .*; \d+ s elapsed, all 3 runs done", out),
+              "a progress line per run: runs done of all, elapsed, time left")
         results = os.path.join(out_dir, "results.md")
         table = open(results).read() if os.path.exists(results) else ""
         rows = [l for l in table.splitlines() if l.startswith("| 4 |")]
