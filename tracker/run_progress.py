@@ -2,6 +2,7 @@
 tracker/compression, tracker/consistency): runs done of all, time elapsed, and an
 estimate of the time left from the mean time per run so far."""
 
+import signal
 import time
 
 
@@ -29,3 +30,11 @@ class RunProgress:
             return f"{duration(elapsed)} elapsed, all {self.total} runs done"
         left = elapsed / max(done, 1) * (self.total - done)
         return f"{duration(elapsed)} elapsed, about {duration(left)} left"
+
+    def interrupted(self, prog, done):
+        """After Ctrl-C (KeyboardInterrupt) between or during runs: says so and ignores
+        further Ctrl-C while the caller writes the results of the `done` runs that ended
+        (an interrupted run's job is stopped by its launcher, or killed with it)."""
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        print(f"\n{prog}: interrupted after {done} of {self.total} runs; writing the results "
+              f"of those (no plots)", flush=True)

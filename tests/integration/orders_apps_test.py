@@ -24,6 +24,7 @@
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -195,8 +196,52 @@ def test_tracker(orders, linear, reference):
             check(ok, "excess_m4.png is a PNG")
         else:
             print("SKIP the plot: matplotlib is not installed")
+        check_interrupt(orders, tools, os.path.join(tmp, "interrupted"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_interrupt(orders, tools, out_dir):
+    """Ctrl-C (SIGINT) during the second of six runs: tracker/orders writes the results
+    of the runs that ended, marked as interrupted, draws nothing, prints no traceback,
+    exits 130 and leaves no node running."""
+    cmd = [sys.executable, orders, "--out", out_dir, "-m", "4", "--seeds", "1,2", "--epochs",
+           "2", "--no_plots"] + tools
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("[1/6] "):
+                proc.send_signal(signal.SIGINT)
+                break
+        lines += proc.stdout.readlines()  # to its end
+        rc = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+    out = "".join(lines)
+    if not check(rc == 130 and "Traceback" not in out and
+                 re.search(r"interrupted after [12] of 6 runs", out),
+                 f"Ctrl-C ends tracker/orders with 130, saying so, without a traceback "
+                 f"(got {rc})"):
+        print(tail(out, 30))
+    results = os.path.join(out_dir, "results.md")
+    table = open(results).read() if os.path.exists(results) else ""
+    check("INTERRUPTED after" in table and "not run (interrupted)" in table and
+          "| 4 | D-RR | 0." in table, "results.md has the runs that ended and marks the rest")
+    summary = os.path.join(out_dir, "summary.csv")
+    runs = read_csv(summary) if os.path.exists(summary) else []
+    check(1 <= len(runs) <= 2, f"summary.csv lists the runs that ended ({len(runs)})")
+    check(not any(os.path.exists(os.path.join(out_dir, f)) for f in ("excess_m4.png",)),
+          "no plot is drawn after an interrupt")
+    # Every node of a run has the run's paths under out_dir in its argv.
+    gone = lt.wait_until(lambda: not lt.marked_pids(out_dir), 10)
+    left = lt.marked_pids(out_dir)
+    lt.kill_marked(out_dir)
+    check(gone, f"no process of the interrupted run is left ({left})")
 
 
 def main(argv):
