@@ -22,6 +22,7 @@ class RunProgress:
     def __init__(self, total):
         self.total = total
         self.started = time.monotonic()
+        self.stopped_after = None  # runs ended when Ctrl-C came (interrupted), else None
 
     def after(self, done):
         """What to print after `done` runs of the total have ended."""
@@ -35,6 +36,13 @@ class RunProgress:
         """After Ctrl-C (KeyboardInterrupt) between or during runs: says so and ignores
         further Ctrl-C while the caller writes the results of the `done` runs that ended
         (an interrupted run's job is stopped by its launcher, or killed with it)."""
+        self.stopped_after = done
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         print(f"\n{prog}: interrupted after {done} of {self.total} runs; writing the results "
               f"of those (no plots)", flush=True)
+
+    def note(self):
+        """For a results header: "; INTERRUPTED after k of n runs", or nothing."""
+        if self.stopped_after is None:
+            return ""
+        return f"; INTERRUPTED after {self.stopped_after} of {self.total} runs"
