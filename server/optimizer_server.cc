@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "checkpoint.h"
-#include "ps/internal/clock_client.h"
+#include "ps/internal/job_services.h"
 #include "ps/internal/hash.h"
 #include "ps/internal/kv_message.h"
 #include "request_bounds.h"
@@ -111,7 +111,7 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
     // Each new minimum clock closes the rounds below it, on every shard, in queue
     // order after the pushes taken before it. Once that is queued on every shard,
     // Handle checks clocks against it: each part it queues then runs after it.
-    clock_listener_ = Postoffice::Get()->clocks()->AddListener([this](int64_t minimum) {
+    clock_listener_ = JobServices::Get()->clocks()->AddListener([this](int64_t minimum) {
       for (auto& shard : shards_) {
         shard->Enqueue([minimum](ShardStore& store) { store.CloseRounds(minimum); });
       }
@@ -130,7 +130,7 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
 
 OptimizerServer::~OptimizerServer() {
   if (clock_listener_ >= 0) {
-    if (ClockClient* clocks = Postoffice::Get()->clocks()) clocks->RemoveListener(clock_listener_);
+    if (ClockClient* clocks = JobServices::Get()->clocks()) clocks->RemoveListener(clock_listener_);
   }
   server_->Close();  // no new requests; the shards finish and answer the taken ones
   // Rounds no longer close: the requests parked for them are answered, after the

@@ -30,7 +30,7 @@ constexpr uint64_t kSegmentHeaderBytes = 4096;
 constexpr uint32_t kBlockMagic = 0x6b6c4248;  // "HBlk"
 constexpr uint64_t kBlockHeaderBytes = 64;
 constexpr uint64_t kBlockAlign = 64;
-// The largest ring a node makes (PS_SHM_BYTES's upper bound in ps/config.cc): offers of
+// The largest ring a node makes (PS_SHM_BYTES's upper bound in ps/runtime/config.cc): offers of
 // more are refused.
 constexpr uint64_t kMaxRingBytes = uint64_t{1} << 36;
 // The name memfd_create gives the segment; /proc/<pid>/fd/<fd> of it reads

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "ps/internal/clock_client.h"
+#include "ps/internal/job_services.h"
 #include "ps/internal/postoffice.h"
 #include "ps/internal/request_pipeline.h"
 #include "request_parts.h"
@@ -34,7 +34,7 @@ int RequestPipeline::Hold(PipelineRequest req, const char* what, std::unique_ptr
   p->held = std::make_unique<Held>();
   p->held->request = std::move(req);
   p->held->what = what;
-  ClockClient* clocks = po->clocks();
+  ClockClient* clocks = JobServices::Get()->clocks();
   p->held->clock = clocks ? clocks->current() : -1;
   bool ask = false;
   ChunkSupport now;

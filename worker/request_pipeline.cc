@@ -11,7 +11,7 @@
 
 #include "ps/internal/key_partition.h"
 #include "ps/internal/kv_message.h"
-#include "ps/internal/clock_client.h"
+#include "ps/internal/job_services.h"
 #include "ps/internal/membership.h"
 #include "ps/internal/postoffice.h"
 #include "request_parts.h"
@@ -86,7 +86,7 @@ int RequestPipeline::Issue(PipelineRequest req, const char* what) {
     Finish(*p, /*run_callback_here=*/true);
     return ts;
   }
-  ClockClient* clocks = po->clocks();
+  ClockClient* clocks = JobServices::Get()->clocks();
   Stamp(req, *p, ts, id, clocks ? clocks->current() : -1, &messages);
   {
     // Registered before the first part leaves: its answer may come back at once.

@@ -3,8 +3,8 @@
 
 Usage: environment_table_test.py SOURCE_DIR
 
-Compares three lists: the names ps/config.cc looks up (string literals passed to
-Lookup, or in its list of port variables), Config::kNames (the code's own list), and the
+Compares three lists: the names ps/runtime/config*.cc look up (string literals passed to
+Lookup, or in the list of port variables), Config::kNames (the code's own list), and the
 variable tables of README.md ("variable | ps-lite alias") and
 docs/ps-lite-compatibility.md ("ps-lite | HerdPS"). Exits 1 naming every difference.
 """
@@ -51,16 +51,20 @@ def main():
         return 2
     src = sys.argv[1]
     read = lambda p: open(os.path.join(src, p), encoding="utf-8").read()
-    config = read("ps/config.cc")
-    looked_up, knames = config_lookups(config), config_knames(config)
+    config = read("ps/runtime/config.cc")
+    # Config::FromEnvironment reads through several files (config_fields.h).
+    runtime = os.path.join(src, "ps/runtime")
+    readers = sorted(f for f in os.listdir(runtime) if re.fullmatch(r"config\w*\.cc", f))
+    everything = "".join(read(os.path.join("ps/runtime", f)) for f in readers if f != "config.cc")
+    looked_up, knames = config_lookups(everything + config), config_knames(config)
     # PS_VERBOSE is also read by ps/logging.h (PS_VLOG); it is in the config too.
     readme = table_names(read("README.md"), "| variable | ps-lite alias |")
     compat = table_names(read("docs/ps-lite-compatibility.md"), "| ps-lite | HerdPS |")
     failures = []
     if not looked_up:
-        failures.append("found no Lookup calls in ps/config.cc")
+        failures.append("found no Lookup calls in ps/runtime/config*.cc")
     if looked_up != knames:
-        failures.append(f"Config::kNames differs from what config.cc reads: only read "
+        failures.append(f"Config::kNames differs from what config*.cc read: only read "
                         f"{sorted(looked_up - knames)}, only listed {sorted(knames - looked_up)}")
     if readme is None or compat is None:
         failures.append("a table header was not found")

@@ -1,4 +1,4 @@
-// The clock coordinator (ps/clock_coordinator.h) on the scheduler, driven by the clock
+// The clock coordinator (ps/services/clock_coordinator.h) on the scheduler, driven by the clock
 // requests of a small job's workers (bodies are decimal text, ParseClockText) while
 // workers die or leave.
 //

@@ -1,4 +1,4 @@
-// The order plugin (ps/order_plugin.h) on the scheduler, driven through its protocol
+// The order plugin (ps/services/order_plugin.h) on the scheduler, driven through its protocol
 // (ps/internal/order_protocol.h) by the workers of a small job: requests with bodies
 // from the input, requests built to be valid so that a run gets past the first epoch,
 // and workers that die or leave in between.

@@ -40,7 +40,7 @@ import time
 
 # PS_RESEND_TIMEOUT unless --resend-timeout-ms says otherwise: short, so runs stay fast.
 RESEND_TIMEOUT_MS = 20
-# The receiver's reorder window (kReorderWindow in ps/postoffice.cc): at most this many
+# The receiver's reorder window (kReorderWindow in ps/runtime/postoffice.cc): at most this many
 # minus one messages are held per sender.
 REORDER_WINDOW = 4096
 

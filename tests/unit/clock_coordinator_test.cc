@@ -1,4 +1,4 @@
-// ClockCoordinator (ps/clock_coordinator.h), the scheduler plugin that keeps the job's
+// ClockCoordinator (ps/services/clock_coordinator.h), the scheduler plugin that keeps the job's
 // clocks, driven through a fake PluginContext: what it answers, what it pushes and
 // whom it stops waiting for.
 #include "clock_coordinator.h"

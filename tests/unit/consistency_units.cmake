@@ -3,6 +3,6 @@
 # (internal to the server).
 herdps_unit_test(consistency_test)
 herdps_unit_test(clock_coordinator_test)
-target_include_directories(clock_coordinator_test PRIVATE ${PROJECT_SOURCE_DIR}/ps)
+target_include_directories(clock_coordinator_test PRIVATE ${PROJECT_SOURCE_DIR}/ps/services)
 herdps_unit_test(shard_store_rounds_test)
 target_include_directories(shard_store_rounds_test PRIVATE ${PROJECT_SOURCE_DIR}/server)

@@ -1,4 +1,4 @@
-// OrderPlugin (ps/order_plugin.h), the scheduler plugin that runs CD-GraB's balancer,
+// OrderPlugin (ps/services/order_plugin.h), the scheduler plugin that runs CD-GraB's balancer,
 // driven through a fake PluginContext as the order clients would drive it: the orders it
 // pushes are the PairBalancer's (fed directly, in processing order) whatever the
 // interleaving of the workers' messages; what it buffers, refuses, and whom it stops

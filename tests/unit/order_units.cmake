@@ -15,4 +15,4 @@ endif()
 # The scheduler's order plugin (internal to the runtime) driven through a fake plugin
 # context, and the order protocol's codec.
 herdps_unit_test(order_plugin_test)
-target_include_directories(order_plugin_test PRIVATE ${PROJECT_SOURCE_DIR}/ps)
+target_include_directories(order_plugin_test PRIVATE ${PROJECT_SOURCE_DIR}/ps/services)

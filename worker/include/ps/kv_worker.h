@@ -50,7 +50,7 @@
 #include <vector>
 
 #include "ps/base.h"
-#include "ps/internal/clock_client.h"
+#include "ps/internal/job_services.h"
 #include "ps/internal/customer.h"
 #include "ps/internal/key_partition.h"
 #include "ps/internal/postoffice.h"
@@ -175,20 +175,20 @@ class KVWorker : public SimpleApp {
   // calls Clock() for all; requests issued by other threads while it blocks belong to
   // the next clock. Do not call Finalize while another thread is in Clock().
   Status Clock() {
-    ClockClient* clocks = Postoffice::Get()->clocks();
+    ClockClient* clocks = JobServices::Get()->clocks();
     if (!clocks) throw Error("Clock called before ps::Start or on the scheduler");
     for (int ts : pipeline_->PushesInFlight()) customer_->WaitRequest(ts);
     return clocks->EndClock();
   }
   // The clock this worker node is in: how many clocks it has ended (0 at the start).
   int64_t CurrentClock() const {
-    ClockClient* clocks = Postoffice::Get()->clocks();
+    ClockClient* clocks = JobServices::Get()->clocks();
     return clocks ? clocks->current() : 0;
   }
   // This worker ends no more clocks (its training is over, e.g. it ran out of data):
   // the others stop waiting for it. Finalize, leaving the job, does the same.
   Status FinishClocks() {
-    ClockClient* clocks = Postoffice::Get()->clocks();
+    ClockClient* clocks = JobServices::Get()->clocks();
     if (!clocks) throw Error("FinishClocks called before ps::Start or on the scheduler");
     return clocks->Finish();
   }

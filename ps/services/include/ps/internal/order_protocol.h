@@ -1,4 +1,4 @@
-// The wire protocol between the CD-GraB order plugin on the scheduler (ps/order_plugin.h)
+// The wire protocol between the CD-GraB order plugin on the scheduler (ps/services/order_plugin.h)
 // and the order clients on the workers (ps/order_client.h): the reserved app id, the
 // commands (SimpleApp heads) and their bodies. See docs/orders.md.
 //

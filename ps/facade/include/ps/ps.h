@@ -21,6 +21,7 @@
 #include "ps/base.h"
 #include "ps/consistency.h"
 #include "ps/environment.h"
+#include "ps/internal/job_services.h"
 #include "ps/internal/postoffice.h"
 #include "ps/kv_app.h"
 #include "ps/logging.h"
@@ -39,14 +40,17 @@ inline bool IsScheduler() { return Postoffice::Get()->is_scheduler(); }
 // This node's rank among the nodes of its role, 0-based.
 inline int MyRank() { return Postoffice::Get()->my_rank(); }
 
-// Joins the job and waits until every node has (a barrier).
+// Joins the job and waits until every node has (a barrier). The job services (the
+// clocks, the scheduler's plugins) start with the node.
 inline void Start(int customer_id, const char* argv0 = nullptr) {
+  JobServices::Get();
   Postoffice::Get()->Start(customer_id, argv0, true);
 }
 // The older ps-lite spelling: Start(argv0) for customer 0.
 inline void Start(const char* argv0 = nullptr) { Start(0, argv0); }
 // Joins the job without waiting for the others.
 inline void StartAsync(int customer_id, const char* argv0 = nullptr) {
+  JobServices::Get();
   Postoffice::Get()->Start(customer_id, argv0, false);
 }
 // Leaves the job, by default after a barrier with every node.

@@ -43,17 +43,17 @@
 #include "ps/internal/log_limiter.h"
 #include "ps/internal/membership.h"
 #include "ps/internal/message.h"
+#include "ps/internal/node_services.h"
 #include "ps/internal/van.h"
 #include "ps/range.h"
 
 namespace ps {
 
-class ClockClient;
+class CustomerDirectory;
 class EventLoop;
 class InboundSequencer;
 class ResendOutbox;
 class SchedulerRole;
-class PluginSeat;
 
 // What a node's runtime has refused or recovered; for tests, benchmarks and logs.
 struct NodeStats {
@@ -134,9 +134,9 @@ class Postoffice {
   bool gave_up() const { return gave_up_.load(); }
   // The job's consistency model, as the scheduler handed it over at the join.
   const ConsistencyModel& consistency() const { return consistency_; }
-  // This node's clocks (see ps/internal/clock_client.h); null on the scheduler and
-  // outside Start..Finalize.
-  ClockClient* clocks() { return clocks_.get(); }
+  // The services that follow this node's life (see ps/internal/node_services.h);
+  // ps::Start installs them. Not owned; must outlive the process's runtime. Null: none.
+  void SetServices(NodeServices* services) { services_.store(services); }
   NodeStats stats() const;
 
   // ps-lite's equal split of [0, kMaxKey) into one range per server: server i owns
@@ -158,16 +158,26 @@ class Postoffice {
   // For SchedulerRole (on the control loop): makes `view` this node's membership,
   // connects to new nodes, forgets gone ones and ends the requests waiting for them.
   void InstallMembership(MembershipView view);
-  // For SchedulerRole and PluginSeat: a message that must arrive (tracked when
+  // For SchedulerRole and the job services: a message that must arrive (tracked when
   // PS_RESEND is on), sent without blocking the control loop.
   Status SendControl(Message& msg);
   // For SchedulerRole: the job is complete and this scheduler has its table.
   void MarkJoined();
-  PluginSeat* plugin_seat() { return plugin_seat_.get(); }
 
  private:
   friend class SchedulerRole;  // releases the scheduler's own barrier entries
   Postoffice();
+  // Start's steps, on the first Start (start_mu_ held): reset the state of an earlier
+  // run, start the control loop and the van, begin the join (the scheduler: its role;
+  // others: the join timer), wait for the node table (start_mu_ released meanwhile),
+  // then start the node's timers and services. Each throws ps::Error on failure,
+  // having stopped what it started.
+  void ResetForStart();
+  void StartVan();
+  void BeginJoin(int customer_id);
+  void AwaitJoin(std::unique_lock<std::mutex>& start_lock);
+  std::string JoinTimeoutReason() const;
+  void FinishJoin();
   // Receive path (postoffice_receive.cc), on the thread that receives the channel.
   // Per channel: the state its receiving owns. `mu` is held by whoever admits the
   // channel's messages (the thread receiving it; the control loop when it admits what
@@ -187,8 +197,6 @@ class Postoffice {
   void Admit(Message& msg, Channel channel, bool prejoin);
   void Deliver(Message& msg, Channel channel);
   void DispatchData(Message& msg, Channel channel);
-  // True (and msg taken) when `customer` still has held messages to run first.
-  bool QueueBehindBacklog(Customer* customer, Message& msg);
   // Data that arrived before this node joined, admitted once it has. in.mu held.
   void HoldUnverified(Message& msg, Inbound& in);
   void DrainUnverified(Channel channel);
@@ -238,8 +246,7 @@ class Postoffice {
   std::atomic<Van*> running_van_{nullptr};
   std::unique_ptr<EventLoop> loop_;
   std::unique_ptr<SchedulerRole> scheduler_;
-  std::unique_ptr<PluginSeat> plugin_seat_;
-  std::unique_ptr<ClockClient> clocks_;
+  std::atomic<NodeServices*> services_{nullptr};
   ConsistencyModel consistency_;  // set before joined_, read after
   ConsistentHashRing::Placement key_placement_ = ConsistentHashRing::kRing;  // likewise
   uint64_t chunk_bytes_ = 0;  // likewise
@@ -299,23 +306,8 @@ class Postoffice {
   std::mt19937_64 drop_rng_;
   std::uniform_real_distribution<double> drop_draw_{0.0, 1.0};
 
-  // Customers by (app_id, customer_id), and data that arrived before its customer (or
-  // before the node table): delivered in order when they appear. dispatch_mu_ is held
-  // shared while a message is handed to a customer, so removing one waits for it.
-  std::shared_mutex dispatch_mu_;
-  std::map<std::pair<int, int>, Customer*> customers_;
-  struct EarlyMessage {
-    Message msg;
-    std::chrono::steady_clock::time_point arrived;
-  };
-  std::deque<EarlyMessage> early_messages_;
-  // Customers whose held messages AddCustomer is delivering, and what arrived for them
-  // meanwhile (delivered after, in order). draining_ == backlogs_.size().
-  std::mutex backlog_mu_;
-  std::map<Customer*, std::deque<Message>> backlogs_;
-  std::atomic<int> draining_{0};
-  size_t early_bytes_ = 0;  // payload bytes held in early_messages_
-  std::atomic<bool> has_early_{false};  // !early_messages_.empty(), readable unlocked
+  // Customers, and data that arrived before its customer (inbound dispatch).
+  std::unique_ptr<CustomerDirectory> directory_;
 
   LogLimiter stray_log_;   // data for unknown customers, from gone nodes
   LogLimiter forged_log_;  // messages whose sender does not match their connection

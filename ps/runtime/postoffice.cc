@@ -14,8 +14,7 @@
 #include <mutex>
 #include <thread>
 
-#include "plugin_seat.h"
-#include "ps/internal/clock_client.h"
+#include "customer_directory.h"
 #include "ps/internal/event_loop.h"
 #include "ps/internal/reorder_window.h"
 #include "ps/internal/resend_outbox.h"
@@ -79,7 +78,7 @@ std::string RandomIdentity() {
 
 }  // namespace
 
-Postoffice::Postoffice() = default;
+Postoffice::Postoffice() : directory_(std::make_unique<CustomerDirectory>()) {}
 
 Postoffice* Postoffice::Get() {
   static Postoffice* instance = new Postoffice();  // never destroyed: used until exit
@@ -106,180 +105,11 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
         start_count_ = 0;
         throw Error("HerdPS cannot start: " + s.message());
       }
-      if (config_.tune_malloc) TuneMalloc();
-      {
-        std::lock_guard<std::mutex> state_lock(state_mu_);
-        joined_ = false;
-        join_error_ = Status::OK();
-        fatal_error_.clear();
-        gave_up_ = false;
-        barrier_releases_.clear();
-      }
-      membership_.Reset();
-      {
-        std::lock_guard<std::mutex> ranges_lock(key_ranges_mu_);
-        key_ranges_.clear();
-      }
-      finalizing_ = false;
-      started_at_ns_ = 0;
-      process_incarnation_ = RandomU64();
-      for (int c = 0; c < 2; ++c) {
-        if (config_.resend) {
-          inbound_[c].sequencer = std::make_unique<InboundSequencer>(kReorderWindow);
-          auto timeout = std::chrono::milliseconds(config_.resend_timeout_ms);
-          outbox_[c] = std::make_unique<ResendOutbox>(timeout, timeout * 16);
-        } else {
-          inbound_[c].sequencer.reset();
-          outbox_[c].reset();
-        }
-        inbound_[c].unverified.clear();
-        inbound_[c].unverified_bytes = 0;
-      }
-      drop_rng_.seed(config_.drop_seed ? config_.drop_seed : RandomU64());
-      scheduler_endpoint_ =
-          EndpointFor(config_.transport, config_.scheduler_host, config_.scheduler_port);
-      my_node_ = Node();
-      my_node_.role = config_.role;
-      my_node_.host = config_.node_host;
-      my_node_.rank_hint = config_.rank_hint;
-      my_node_.identity = RandomIdentity();
-      loop_ = std::make_unique<EventLoop>("control");
-      loop_->Start();
-      if (is_scheduler()) {
-        // The scheduler's address is fixed by the job, and its role must exist before
-        // the van delivers the first join request.
-        my_node_.id = kScheduler;
-        my_node_.rank = 0;
-        consistency_ = config_.consistency;
-        key_placement_ = config_.key_placement;
-        chunk_bytes_ = config_.chunk_bytes;
-        scheduler_ = std::make_unique<SchedulerRole>(this, config_, my_node_);
-        plugin_seat_ = std::make_unique<PluginSeat>(this);
-      }
-      van_ = Van::Create("zmq");
-      VanOptions options;
-      options.transport = config_.transport;
-      options.host = config_.node_host;
-      // Nodes find the scheduler at its control endpoint, PS_SCHEDULER_PORT; every
-      // other endpoint is picked here and travels in the node table.
-      options.port = is_scheduler() ? 0 : config_.node_port;
-      options.control_port = is_scheduler() ? config_.scheduler_port : config_.control_port;
-      options.max_message_bytes = config_.max_message_bytes;
-      options.bind_host = config_.bind_host;
-      options.send_high_water_mark = config_.send_high_water_mark;
-      options.identity = my_node_.identity;
-      options.curve_secret_key = config_.curve_secret_key;  // PS_SECURE
-      options.shm = config_.shm;  // PS_SHM
-      options.shm_bytes = config_.shm_bytes;
-      options.receive_in_wait = config_.receive_in_wait;  // PS_RECEIVE_IN_WAIT
-      // Every node of the job opens two connections here (and a few more while joining);
-      // room for as many connections that have not identified yet, and some.
-      options.max_strangers =
-          64 + 2 * static_cast<size_t>(config_.num_workers + config_.num_servers + 1);
-      s = van_->Start(options, [this](Message&& msg, Channel channel) {
-        OnMessage(std::move(msg), channel);
-      });
-      if (!s.ok()) {
-        start_count_ = 0;
-        loop_->Stop();
-        van_.reset();
-        scheduler_.reset();
-        plugin_seat_.reset();
-        throw Error("HerdPS cannot start the " + std::string(RoleName(config_.role)) +
-                    " node: " + s.message());
-      }
-      running_van_.store(van_.get(), std::memory_order_release);
-      van_->AdmitIdentity(my_node_.identity);  // this node's connections to itself
-      my_node_.port = van_->port();
-      my_node_.endpoint = van_->endpoint();
-      my_node_.control_endpoint = van_->control_endpoint();
-      // One line per node, always: on several hosts the first thing to check is which
-      // address each node chose and why.
-      LOG(INFO) << RoleName(config_.role) << " listening at " << my_node_.endpoint
-                << " (control " << my_node_.control_endpoint << "; address from "
-                << config_.node_host_source << ")";
-      if (is_scheduler()) {
-        if (config_.job_token.empty()) {
-          LOG(WARNING) << "PS_JOB_TOKEN is not set: this job is open, any process that "
-                          "can reach " << scheduler_endpoint_
-                       << " may join it (tracker/launch sets a token)";
-        }
-        loop_->Post([this, self = my_node_] { scheduler_->Begin(self); });
-      } else {
-        s = van_->Connect(kScheduler, "", scheduler_endpoint_);
-        if (!s.ok()) {
-          start_count_ = 0;
-          StopRuntime();
-          throw Error("HerdPS cannot reach the scheduler at " + scheduler_endpoint_ + ": " +
-                      s.message());
-        }
-        // The join is repeated until the table comes (a message may be lost, or the
-        // scheduler may start after this node); the scheduler ignores repeats.
-        {
-          std::lock_guard<std::mutex> instances_lock(instances_mu_);
-          instances_.clear();
-          has_instances_ = false;
-          first_customer_ = customer_id;
-        }
-        auto begun = std::chrono::steady_clock::now();
-        auto send_join = [this, begun] {
-          if (joined_) return;
-          SendJoins();
-          auto waited = std::chrono::duration_cast<std::chrono::seconds>(
-                            std::chrono::steady_clock::now() - begun)
-                            .count();
-          if (waited > 0 && waited % 10 == 0) {
-            LOG(INFO) << RoleName(config_.role) << " at " << my_node_.endpoint
-                      << " still waiting for the scheduler at " << scheduler_endpoint_
-                      << " to admit it (" << waited << " s of PS_START_TIMEOUT="
-                      << config_.start_timeout_s << " s)";
-          }
-        };
-        loop_->Post(send_join);
-        loop_->RunEvery(std::chrono::seconds(1), send_join);
-      }
-      joining_ = true;
-      lock.unlock();
-      std::unique_lock<std::mutex> state_lock(state_mu_);
-      bool done = state_cv_.wait_for(state_lock, std::chrono::seconds(config_.start_timeout_s),
-                                     [this] { return joined_ || !join_error_.ok(); });
-      state_lock.unlock();
-      lock.lock();
-      state_lock.lock();
-      joining_ = false;
-      if (!done || !join_error_.ok()) {
-        std::string why =
-            done ? join_error_.message()
-                 : "the job did not come together within " +
-                       std::to_string(config_.start_timeout_s) + " s (PS_START_TIMEOUT)" +
-                       (is_scheduler()
-                            ? std::string("; see the log for the missing nodes")
-                            : ": either no scheduler runs at " + scheduler_endpoint_ +
-                                  " (check PS_SCHEDULER_URI / PS_SCHEDULER_PORT), or not all " +
-                                  std::to_string(config_.num_servers) + " servers and " +
-                                  std::to_string(config_.num_workers) +
-                                  " workers have started (the scheduler logs which are "
-                                  "missing)" +
-                                  (config_.secure
-                                       ? ", or this node's CURVE key is not the job's "
-                                         "(the log says whether a handshake failed)"
-                                       : ", or the job runs with PS_SECURE=1 and this "
-                                         "node without it"));
-        if (join_error_.ok()) join_error_ = Status::Unavailable(why);  // wakes other Starts
-        state_lock.unlock();
-        state_cv_.notify_all();
-        start_count_ = 0;
-        StopRuntime();
-        throw Error("HerdPS " + std::string(RoleName(config_.role)) + " cannot join: " + why);
-      }
-      state_lock.unlock();
-      loop_->Post([this] { StartNodeTimers(); });
-      if (plugin_seat_) plugin_seat_->Start();
-      // Before the first barrier: the clock coordinator's pushes may follow at once.
-      if (!is_scheduler()) clocks_ = std::make_unique<ClockClient>(consistency_, is_worker());
-      LOG_IF(INFO, verbose()) << "joined as " << my_node_.DebugString();
-      // As ps-lite: apps (and the libraries they use) read the node's rank from here.
-      setenv("DMLC_RANK", std::to_string(my_node_.rank).c_str(), 1);
+      ResetForStart();
+      StartVan();
+      BeginJoin(customer_id);
+      AwaitJoin(lock);
+      FinishJoin();
     }
   }
   if (do_barrier) Barrier(customer_id, kScheduler + kServerGroup + kWorkerGroup);
@@ -293,6 +123,188 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
                     .count());
 }
 
+void Postoffice::ResetForStart() {
+  if (config_.tune_malloc) TuneMalloc();
+  {
+    std::lock_guard<std::mutex> state_lock(state_mu_);
+    joined_ = false;
+    join_error_ = Status::OK();
+    fatal_error_.clear();
+    gave_up_ = false;
+    barrier_releases_.clear();
+  }
+  membership_.Reset();
+  {
+    std::lock_guard<std::mutex> ranges_lock(key_ranges_mu_);
+    key_ranges_.clear();
+  }
+  finalizing_ = false;
+  started_at_ns_ = 0;
+  process_incarnation_ = RandomU64();
+  for (int c = 0; c < 2; ++c) {
+    if (config_.resend) {
+      inbound_[c].sequencer = std::make_unique<InboundSequencer>(kReorderWindow);
+      auto timeout = std::chrono::milliseconds(config_.resend_timeout_ms);
+      outbox_[c] = std::make_unique<ResendOutbox>(timeout, timeout * 16);
+    } else {
+      inbound_[c].sequencer.reset();
+      outbox_[c].reset();
+    }
+    inbound_[c].unverified.clear();
+    inbound_[c].unverified_bytes = 0;
+  }
+  drop_rng_.seed(config_.drop_seed ? config_.drop_seed : RandomU64());
+  scheduler_endpoint_ =
+      EndpointFor(config_.transport, config_.scheduler_host, config_.scheduler_port);
+  my_node_ = Node();
+  my_node_.role = config_.role;
+  my_node_.host = config_.node_host;
+  my_node_.rank_hint = config_.rank_hint;
+  my_node_.identity = RandomIdentity();
+}
+
+void Postoffice::StartVan() {
+  loop_ = std::make_unique<EventLoop>("control");
+  loop_->Start();
+  if (is_scheduler()) {
+    // The scheduler's address is fixed by the job, and its role must exist before
+    // the van delivers the first join request.
+    my_node_.id = kScheduler;
+    my_node_.rank = 0;
+    consistency_ = config_.consistency;
+    key_placement_ = config_.key_placement;
+    chunk_bytes_ = config_.chunk_bytes;
+    scheduler_ = std::make_unique<SchedulerRole>(this, config_, my_node_);
+  }
+  van_ = Van::Create("zmq");
+  VanOptions options;
+  options.transport = config_.transport;
+  options.host = config_.node_host;
+  // Nodes find the scheduler at its control endpoint, PS_SCHEDULER_PORT; every
+  // other endpoint is picked here and travels in the node table.
+  options.port = is_scheduler() ? 0 : config_.node_port;
+  options.control_port = is_scheduler() ? config_.scheduler_port : config_.control_port;
+  options.max_message_bytes = config_.max_message_bytes;
+  options.bind_host = config_.bind_host;
+  options.send_high_water_mark = config_.send_high_water_mark;
+  options.identity = my_node_.identity;
+  options.curve_secret_key = config_.curve_secret_key;  // PS_SECURE
+  options.shm = config_.shm;  // PS_SHM
+  options.shm_bytes = config_.shm_bytes;
+  options.receive_in_wait = config_.receive_in_wait;  // PS_RECEIVE_IN_WAIT
+  // Every node of the job opens two connections here (and a few more while joining);
+  // room for as many connections that have not identified yet, and some.
+  options.max_strangers =
+      64 + 2 * static_cast<size_t>(config_.num_workers + config_.num_servers + 1);
+  Status s = van_->Start(options, [this](Message&& msg, Channel channel) {
+    OnMessage(std::move(msg), channel);
+  });
+  if (!s.ok()) {
+    start_count_ = 0;
+    loop_->Stop();
+    van_.reset();
+    scheduler_.reset();
+    throw Error("HerdPS cannot start the " + std::string(RoleName(config_.role)) +
+                " node: " + s.message());
+  }
+  running_van_.store(van_.get(), std::memory_order_release);
+  van_->AdmitIdentity(my_node_.identity);  // this node's connections to itself
+  my_node_.port = van_->port();
+  my_node_.endpoint = van_->endpoint();
+  my_node_.control_endpoint = van_->control_endpoint();
+  // One line per node, always: on several hosts the first thing to check is which
+  // address each node chose and why.
+  LOG(INFO) << RoleName(config_.role) << " listening at " << my_node_.endpoint
+            << " (control " << my_node_.control_endpoint << "; address from "
+            << config_.node_host_source << ")";
+}
+
+void Postoffice::BeginJoin(int customer_id) {
+  if (is_scheduler()) {
+    if (config_.job_token.empty()) {
+      LOG(WARNING) << "PS_JOB_TOKEN is not set: this job is open, any process that "
+                      "can reach " << scheduler_endpoint_
+                   << " may join it (tracker/launch sets a token)";
+    }
+    loop_->Post([this, self = my_node_] { scheduler_->Begin(self); });
+  } else {
+    Status s = van_->Connect(kScheduler, "", scheduler_endpoint_);
+    if (!s.ok()) {
+      start_count_ = 0;
+      StopRuntime();
+      throw Error("HerdPS cannot reach the scheduler at " + scheduler_endpoint_ + ": " +
+                  s.message());
+    }
+    // The join is repeated until the table comes (a message may be lost, or the
+    // scheduler may start after this node); the scheduler ignores repeats.
+    {
+      std::lock_guard<std::mutex> instances_lock(instances_mu_);
+      instances_.clear();
+      has_instances_ = false;
+      first_customer_ = customer_id;
+    }
+    auto begun = std::chrono::steady_clock::now();
+    auto send_join = [this, begun] {
+      if (joined_) return;
+      SendJoins();
+      auto waited = std::chrono::duration_cast<std::chrono::seconds>(
+                        std::chrono::steady_clock::now() - begun)
+                        .count();
+      if (waited > 0 && waited % 10 == 0) {
+        LOG(INFO) << RoleName(config_.role) << " at " << my_node_.endpoint
+                  << " still waiting for the scheduler at " << scheduler_endpoint_
+                  << " to admit it (" << waited << " s of PS_START_TIMEOUT="
+                  << config_.start_timeout_s << " s)";
+      }
+    };
+    loop_->Post(send_join);
+    loop_->RunEvery(std::chrono::seconds(1), send_join);
+  }
+}
+
+void Postoffice::AwaitJoin(std::unique_lock<std::mutex>& start_lock) {
+  joining_ = true;
+  start_lock.unlock();
+  std::unique_lock<std::mutex> state_lock(state_mu_);
+  bool done = state_cv_.wait_for(state_lock, std::chrono::seconds(config_.start_timeout_s),
+                                 [this] { return joined_ || !join_error_.ok(); });
+  state_lock.unlock();
+  start_lock.lock();
+  state_lock.lock();
+  joining_ = false;
+  if (done && join_error_.ok()) return;
+  std::string why = done ? join_error_.message() : JoinTimeoutReason();
+  if (join_error_.ok()) join_error_ = Status::Unavailable(why);  // wakes other Starts
+  state_lock.unlock();
+  state_cv_.notify_all();
+  start_count_ = 0;
+  StopRuntime();
+  throw Error("HerdPS " + std::string(RoleName(config_.role)) + " cannot join: " + why);
+}
+
+std::string Postoffice::JoinTimeoutReason() const {
+  std::string why = "the job did not come together within " +
+                    std::to_string(config_.start_timeout_s) + " s (PS_START_TIMEOUT)";
+  if (is_scheduler()) return why + "; see the log for the missing nodes";
+  return why + ": either no scheduler runs at " + scheduler_endpoint_ +
+         " (check PS_SCHEDULER_URI / PS_SCHEDULER_PORT), or not all " +
+         std::to_string(config_.num_servers) + " servers and " +
+         std::to_string(config_.num_workers) +
+         " workers have started (the scheduler logs which are missing)" +
+         (config_.secure ? ", or this node's CURVE key is not the job's (the log says "
+                           "whether a handshake failed)"
+                         : ", or the job runs with PS_SECURE=1 and this node without it");
+}
+
+void Postoffice::FinishJoin() {
+  loop_->Post([this] { StartNodeTimers(); });
+  // Before the first barrier: the clock coordinator's pushes may follow at once.
+  if (NodeServices* services = services_.load()) services->OnJoined(this);
+  LOG_IF(INFO, verbose()) << "joined as " << my_node_.DebugString();
+  // As ps-lite: apps (and the libraries they use) read the node's rank from here.
+  setenv("DMLC_RANK", std::to_string(my_node_.rank).c_str(), 1);
+}
+
 void Postoffice::MarkJoined() {
   {
     std::lock_guard<std::mutex> lock(state_mu_);
@@ -303,12 +315,7 @@ void Postoffice::MarkJoined() {
 
 void Postoffice::Finalize(int customer_id, bool do_barrier) {
   if (!started()) return;
-  // A worker on its way out ends no more clocks: nobody waits for it, also not while
-  // it waits in the closing barrier for the others.
-  if (clocks_ && is_worker()) {
-    Status s = clocks_->Finish();
-    LOG_IF(WARNING, !s.ok()) << "cannot tell the scheduler this worker's clocks are over: " << s;
-  }
+  if (NodeServices* services = services_.load()) services->OnLeaving(this);
   if (do_barrier) Barrier(customer_id, kScheduler + kServerGroup + kWorkerGroup);
   std::lock_guard<std::mutex> lock(start_mu_);
   if (start_count_ == 0 || --start_count_ > 0) return;
@@ -358,21 +365,12 @@ void Postoffice::Finalize(int customer_id, bool do_barrier) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   }
-  clocks_.reset();
-  if (plugin_seat_) plugin_seat_->Stop();
+  if (NodeServices* services = services_.load()) services->OnStopping();
   StopRuntime();
-  {
-    std::unique_lock<std::shared_mutex> dispatch_lock(dispatch_mu_);
-    if (!early_messages_.empty()) {
-      LOG(WARNING) << early_messages_.size()
-                   << " messages for apps that never started on this node were dropped";
-      early_messages_.clear();
-      early_bytes_ = 0;
-      has_early_ = false;
-    }
+  if (size_t dropped = directory_->DropHeld()) {
+    LOG(WARNING) << dropped << " messages for apps that never started on this node were dropped";
   }
   scheduler_.reset();
-  plugin_seat_.reset();
   ExitNonZeroIfNodesWereLost();
 }
 
@@ -441,17 +439,15 @@ void Postoffice::DrainCustomers() {
   // (an app that counts the requests its handle answered, as ps-lite's tests do, sees
   // them all). Bounded: a handle that never returns does not hold the node forever.
   auto deadline = std::chrono::steady_clock::now() + kFinalizeWait;
-  std::shared_lock<std::shared_mutex> lock(dispatch_mu_);
-  for (auto& kv : customers_) {
+  directory_->ForEach([&deadline](int app_id, int customer_id, Customer* customer) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    if (!kv.second->DrainOwnThread(std::max(left, std::chrono::milliseconds(0)))) {
-      LOG(WARNING) << "app " << kv.first.first << " customer " << kv.first.second
-                   << " is still running a handle " << kFinalizeWait.count()
-                   << " s into Finalize; stopping without it";
-      break;
-    }
-  }
+    if (customer->DrainOwnThread(std::max(left, std::chrono::milliseconds(0)))) return true;
+    LOG(WARNING) << "app " << app_id << " customer " << customer_id
+                 << " is still running a handle " << kFinalizeWait.count()
+                 << " s into Finalize; stopping without it";
+    return false;
+  });
 }
 
 void Postoffice::StopRuntime() {
@@ -641,73 +637,22 @@ void Postoffice::InstallMembership(MembershipView view) {
         (n.state == Node::kDead ? "is dead: silent for more than PS_HEARTBEAT_TIMEOUT=" +
                                       SecondsText(config_.heartbeat_timeout_s) + " s"
                                 : std::string("left the job")));
-    std::shared_lock<std::shared_mutex> lock(dispatch_mu_);
-    for (auto& kv : customers_) kv.second->AbortRequestsWaitingFor(n, why);
+    directory_->ForEach([&n, &why](int, int, Customer* customer) {
+      customer->AbortRequestsWaitingFor(n, why);
+      return true;
+    });
   }
-  if (plugin_seat_) plugin_seat_->OnMembershipChange(membership_.Get());
+  if (NodeServices* services = services_.load()) {
+    services->OnMembershipChange(membership_.Get());
+  }
 }
 
 void Postoffice::AddCustomer(Customer* customer) {
-  std::unique_lock<std::shared_mutex> lock(dispatch_mu_);
-  auto key = std::make_pair(customer->app_id(), customer->customer_id());
-  if (customers_.count(key)) {
-    throw Error("app " + std::to_string(key.first) + " customer " + std::to_string(key.second) +
-                " already exists on this node");
-  }
-  customers_[key] = customer;
-  // What arrived for it before it existed is delivered in arrival order, before any
-  // newer message: those queue behind it (DispatchData) until the backlog is empty.
-  // The handles run here, on the caller's thread, without dispatch_mu_: a handle that
-  // blocks must not hold up the node's other apps nor its control loop.
-  std::deque<Message> held;
-  std::deque<EarlyMessage> keep;
-  bool joined = joined_.load();
-  for (EarlyMessage& e : early_messages_) {
-    Message& m = e.msg;
-    int cid = m.meta.request ? m.meta.app_id : m.meta.customer_id;
-    if (joined && m.meta.app_id == key.first && cid == key.second) {
-      early_bytes_ -= m.DataBytes();
-      held.push_back(std::move(m));
-    } else {
-      keep.push_back(std::move(e));
-    }
-  }
-  early_messages_.swap(keep);
-  has_early_ = !early_messages_.empty();
-  if (held.empty()) return;
-  {
-    std::lock_guard<std::mutex> backlog_lock(backlog_mu_);
-    backlogs_[customer];
-    draining_.fetch_add(1, std::memory_order_release);
-  }
-  lock.unlock();
-  for (;;) {
-    for (Message& m : held) customer->Accept(m);
-    held.clear();
-    std::lock_guard<std::mutex> backlog_lock(backlog_mu_);
-    auto it = backlogs_.find(customer);
-    if (it->second.empty()) {
-      backlogs_.erase(it);
-      draining_.fetch_sub(1, std::memory_order_release);
-      return;
-    }
-    held.swap(it->second);
-  }
+  // Messages held for it are delivered once the node table is in (before it, their
+  // senders are not verified yet).
+  directory_->Add(customer, joined_.load());
 }
 
-bool Postoffice::QueueBehindBacklog(Customer* customer, Message& msg) {
-  if (draining_.load(std::memory_order_acquire) == 0) return false;
-  std::lock_guard<std::mutex> lock(backlog_mu_);
-  auto it = backlogs_.find(customer);
-  if (it == backlogs_.end()) return false;
-  it->second.push_back(std::move(msg));
-  return true;
-}
-
-void Postoffice::RemoveCustomer(Customer* customer) {
-  std::unique_lock<std::shared_mutex> lock(dispatch_mu_);
-  auto it = customers_.find({customer->app_id(), customer->customer_id()});
-  if (it != customers_.end() && it->second == customer) customers_.erase(it);
-}
+void Postoffice::RemoveCustomer(Customer* customer) { directory_->Remove(customer); }
 
 }  // namespace ps

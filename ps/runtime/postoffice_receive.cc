@@ -7,6 +7,7 @@
 
 #include <chrono>
 
+#include "customer_directory.h"
 #include "ps/internal/event_loop.h"
 #include "ps/internal/postoffice.h"
 #include "ps/internal/reorder_window.h"
@@ -16,9 +17,9 @@
 namespace ps {
 namespace {
 
-// Data that arrives before its customer exists (or before the node table) is held, up
-// to this many messages and bytes; past that the sender is told the app is not
-// running here.
+// Data that arrives before the node table is held, up to this many messages and bytes
+// (as much as CustomerDirectory holds for apps not started yet); past that it is
+// dropped, with a log line.
 constexpr size_t kMaxEarlyMessages = 1 << 16;
 constexpr size_t kMaxEarlyBytes = size_t{1} << 30;
 
@@ -163,55 +164,10 @@ void Postoffice::DrainUnverified(Channel channel) {
 }
 
 void Postoffice::DispatchData(Message& msg, Channel channel) {
-  std::shared_lock<std::shared_mutex> lock(dispatch_mu_);
-  // Requests go to the app's request handler, registered as (app_id, app_id) as in
-  // ps-lite; responses go back to the customer that issued the request.
-  int customer_id = msg.meta.request ? msg.meta.app_id : msg.meta.customer_id;
-  auto it = customers_.find({msg.meta.app_id, customer_id});
-  if (it != customers_.end()) {
-    if (QueueBehindBacklog(it->second, msg)) return;
-    // While the hand-off waits for room, this thread reads nothing: the liveness
-    // check must not take that for a silent scheduler.
-    std::atomic<bool>& busy = inbound_[static_cast<int>(channel)].busy;
-    busy.store(true, std::memory_order_relaxed);
-    it->second->Accept(msg);
-    busy.store(false, std::memory_order_relaxed);
-    return;
-  }
-  if (!msg.meta.request) {
-    LOG_IF(WARNING, stray_log_.ShouldLog())
-        << "response for app " << msg.meta.app_id << " customer " << customer_id
-        << ", which does not exist on this node, dropped";
-    return;
-  }
-  lock.unlock();
-  std::unique_lock<std::shared_mutex> write(dispatch_mu_);
-  // The customer may have registered (and taken the held messages) while no lock was
-  // held: deliver now, or this message would wait behind newer ones.
-  it = customers_.find({msg.meta.app_id, customer_id});
-  if (it != customers_.end()) {
-    if (QueueBehindBacklog(it->second, msg)) return;
-    // Delivered under the shared lock only: a handle must not run under the exclusive one.
-    Customer* customer = it->second;
-    write.unlock();
-    std::shared_lock<std::shared_mutex> read(dispatch_mu_);
-    it = customers_.find({msg.meta.app_id, customer_id});
-    if (it != customers_.end() && it->second == customer) {
-      if (!QueueBehindBacklog(customer, msg)) customer->Accept(msg);
-      return;
-    }
-    read.unlock();
-    DispatchData(msg, channel);  // it went away meanwhile: hold or refuse as usual
-    return;
-  }
-  size_t bytes = msg.DataBytes();
-  if (early_messages_.size() < kMaxEarlyMessages && early_bytes_ + bytes <= kMaxEarlyBytes) {
-    early_bytes_ += bytes;
-    early_messages_.push_back({std::move(msg), std::chrono::steady_clock::now()});
-    has_early_ = true;
-    return;
-  }
-  write.unlock();
+  // While the hand-off waits for room, this thread reads nothing: the liveness check
+  // must not take that for a silent scheduler.
+  std::atomic<bool>* busy = &inbound_[static_cast<int>(channel)].busy;
+  if (directory_->Dispatch(msg, busy) != CustomerDirectory::Dispatched::kRefused) return;
   ReplyError(msg, Status::NotFound("app " + std::to_string(msg.meta.app_id) +
                                    " is not running on node " + std::to_string(my_id()) +
                                    " (and too many requests wait for it)"));

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "customer_directory.h"
 #include "ps/internal/event_loop.h"
 #include "ps/internal/postoffice.h"
 #include "ps/internal/reorder_window.h"
@@ -231,7 +232,7 @@ void Postoffice::StartNodeTimers() {
   }
   loop_->RunEvery(kRequestSweep, [this] {
     ExpireRequests();
-    if (has_early_.load(std::memory_order_relaxed)) ExpireEarlyMessages();
+    if (directory_->has_held()) ExpireEarlyMessages();
   });
 }
 
@@ -318,10 +319,10 @@ void Postoffice::GiveUp(const std::string& why) {
   // period end at once too.
   gave_up_.store(true, std::memory_order_release);
   state_cv_.notify_all();
-  {
-    std::shared_lock<std::shared_mutex> lock(dispatch_mu_);
-    for (auto& kv : customers_) kv.second->AbortAllRequests(Status::Unavailable(why));
-  }
+  directory_->ForEach([&why](int, int, Customer* customer) {
+    customer->AbortAllRequests(Status::Unavailable(why));
+    return true;
+  });
   loop_->RunAfter(kGiveUpGrace, [] {
     google::FlushLogFiles(google::GLOG_INFO);
     std::fflush(stdout);
@@ -348,8 +349,10 @@ void Postoffice::ResendDue() {
 
 void Postoffice::ExpireRequests() {
   auto now = std::chrono::steady_clock::now();
-  std::shared_lock<std::shared_mutex> lock(dispatch_mu_);
-  for (auto& kv : customers_) kv.second->ExpireRequests(now);
+  directory_->ForEach([now](int, int, Customer* customer) {
+    customer->ExpireRequests(now);
+    return true;
+  });
 }
 
 void Postoffice::ExpireEarlyMessages() {
@@ -360,17 +363,7 @@ void Postoffice::ExpireEarlyMessages() {
   const std::chrono::steady_clock::time_point started{std::chrono::nanoseconds(started_ns)};
   const auto deadline = std::chrono::steady_clock::now() - kEarlyMessageGrace;
   if (started >= deadline) return;
-  std::vector<Message> expired;
-  {
-    std::unique_lock<std::shared_mutex> lock(dispatch_mu_);
-    while (!early_messages_.empty() && early_messages_.front().arrived < deadline) {
-      early_bytes_ -= early_messages_.front().msg.DataBytes();
-      expired.push_back(std::move(early_messages_.front().msg));
-      early_messages_.pop_front();
-    }
-    has_early_ = !early_messages_.empty();
-  }
-  for (const Message& m : expired) {
+  for (const Message& m : directory_->TakeHeldBefore(deadline)) {
     expired_early_.fetch_add(1, std::memory_order_relaxed);
     if (!m.meta.request) continue;
     ReplyError(m, Status::NotFound("app " + std::to_string(m.meta.app_id) +

@@ -1,0 +1,21 @@
+# Builds one floor probe (tests/floors/CMakeLists.txt) and checks the outcome.
+# -DBUILD_DIR= -DTARGET= -DHEADER= -DEXPECT=refused|builds
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --target ${TARGET}
+  RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE output)
+string(REPLACE "." "\\." header_pattern "${HEADER}")
+if(EXPECT STREQUAL "refused")
+  if(result EQUAL 0)
+    message(FATAL_ERROR "${TARGET}: #include \"${HEADER}\" built, but it runs up a floor:\n${output}")
+  endif()
+  if(NOT output MATCHES "${header_pattern}: No such file or directory")
+    message(FATAL_ERROR "${TARGET} failed, but not because ${HEADER} is out of sight:\n${output}")
+  endif()
+  message(STATUS "${TARGET}: refused, ${HEADER} is not in sight of that floor")
+elseif(EXPECT STREQUAL "builds")
+  if(NOT result EQUAL 0)
+    message(FATAL_ERROR "${TARGET}: #include \"${HEADER}\" runs down a floor and should build:\n${output}")
+  endif()
+  message(STATUS "${TARGET}: builds")
+else()
+  message(FATAL_ERROR "EXPECT must be refused or builds, not '${EXPECT}'")
+endif()
