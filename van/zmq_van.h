@@ -5,11 +5,13 @@
 // DEALER sends. Each DEALER has its own mutex (ZeroMQ sockets are not thread-safe),
 // so senders to different peers never wait for each other. Data frames are handed to
 // ZeroMQ without copying: the frame's SArray is kept alive by ZeroMQ's free callback.
-// With a CURVE key (VanOptions::curve_secret_key) a CurveGate secures every socket.
-// With VanOptions::shm, large data frames to peers on this host go through shared
+// With a CURVE key (VanOptions::ZeroMq::curve_secret_key) a CurveGate secures every socket.
+// With VanOptions::ZeroMq::shm, large data frames to peers on this host go through shared
 // memory (shm_link.h sends, shm_receiver.h receives; docs/architecture.md).
 // A thread waiting alone for an answer may take the data ROUTER over from its receive
 // thread (ReceiveWhileWaiting, zmq_van_wait.cc); one thread at a time receives on it.
+// Files: zmq_van.cc (start, bind, stop), zmq_van_peers.cc (connections, Send),
+// zmq_van_receive.cc (receiving a message), zmq_van_wait.cc, zmq_van_shm.cc.
 #ifndef HERDPS_VAN_ZMQ_VAN_H_
 #define HERDPS_VAN_ZMQ_VAN_H_
 
@@ -33,6 +35,9 @@
 
 namespace ps {
 
+// The text of ZeroMQ's last error on this thread (zmq_errno).
+std::string ZmqError();
+
 class ZmqVan : public Van {
  public:
   ZmqVan() = default;
@@ -50,8 +55,8 @@ class ZmqVan : public Van {
   void Stop() override;
   VanStats stats() const override;
   uint64_t ReleaseIdleMemory() override;
-  void SetShm(bool on) override { shm_on_ = on && options_.shm; }
-  void SetReceiveInWait(bool on) override { receive_in_wait_ = on; }
+  // "shm" and "receive_in_wait".
+  bool SetPath(const std::string& path, bool on) override;
   void AdmitIdentity(const std::string& identity) override { guard_.Admit(identity); }
   void RemoveEndpointFiles() override;
   uint64_t ReceiveWhileWaiting(const std::function<bool()>& done,
@@ -60,6 +65,8 @@ class ZmqVan : public Van {
   bool RunOnReceiver(Channel channel, std::function<void()> task) override;
 
  private:
+  // How long Stop waits for queued outgoing messages to leave.
+  static constexpr int kLingerMs = 2000;
   // Data frames this large go through shared memory when the peer is on this host.
   // Below it the socket costs about as much as the ring's bookkeeping and message
   // round trip (measured with apps/bench --workload shm).
@@ -231,9 +238,9 @@ class ZmqVan : public Van {
   std::condition_variable role_freed_cv_;  // for the receive thread: the role changed
   std::condition_variable waiter_cv_;      // for a waiter waiting for the role
   std::atomic<uint64_t> received_in_wait_{0};
-  std::atomic<bool> receive_in_wait_{false};  // VanOptions::receive_in_wait, SetReceiveInWait
+  std::atomic<bool> receive_in_wait_{false};  // VanOptions::receive_in_wait, SetPath("receive_in_wait")
 
-  std::atomic<bool> shm_on_{false};  // SetShm; never on without options_.shm
+  std::atomic<bool> shm_on_{false};  // SetPath("shm"); never on without options_.zmq.shm
   std::unordered_set<std::string> local_hosts_;  // this host's addresses; set by Start
   ShmReceiver shm_receiver_;  // used by the data ROUTER's holder (Stop clears it after)
   LogLimiter shm_log_;

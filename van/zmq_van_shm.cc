@@ -96,7 +96,7 @@ void ZmqVan::PlanShm(Link* link, const Message& msg, bool room_for_offer, ShmSen
   {
     std::lock_guard<std::mutex> lock(link->mu);
     if (!link->shm_possible || !link->socket) return;
-    if (!link->shm) link->shm = std::make_shared<ShmLink>(options_.shm_bytes, kShmMinFrameBytes);
+    if (!link->shm) link->shm = std::make_shared<ShmLink>(options_.zmq.shm_bytes, kShmMinFrameBytes);
     shm = link->shm;
     if (shm->phase() == ShmLink::Phase::kOffered) ReadShmAnswers(link);
   }
@@ -110,7 +110,7 @@ void ZmqVan::PlanShm(Link* link, const Message& msg, bool room_for_offer, ShmSen
 void ZmqVan::AnswerShmOffer(void* socket, const std::string& identity,
                             const ShmOfferFields& offer) {
   ShmAnswerFields answer;
-  if (options_.shm) {
+  if (options_.zmq.shm) {
     answer = shm_receiver_.HandleOffer(identity, offer);
   } else {
     answer.ring = offer.ring;

@@ -29,7 +29,7 @@ namespace {
 
 constexpr int kApp = 0;
 // Commands of the shm workload's server handle (pulls of key 0).
-constexpr int kCmdSetShm = 11;    // value 1 or 0: Van::SetShm on the server
+constexpr int kCmdSetShm = 11;    // value 1 or 0: Van::SetPath("shm") on the server
 constexpr int kCmdShmStats = 12;  // answers the server van's shm_sent_frames, fallbacks
 
 // The kv workload's store handle (values kept by reference, pulls answered with
@@ -43,7 +43,7 @@ struct ShmServer {
       return;
     }
     ps::Van* van = ps::Postoffice::Get()->van();
-    if (meta.cmd == kCmdSetShm) van->SetShm(!data.vals.empty() && data.vals[0] != 0);
+    if (meta.cmd == kCmdSetShm) van->SetPath("shm", !data.vals.empty() && data.vals[0] != 0);
     ps::VanStats v = van->stats();
     ps::KVPairs<float> res;
     res.keys = data.keys;
@@ -67,7 +67,7 @@ std::vector<float> ServerShm(ps::KVWorker<float>* kv, int cmd, float value) {
 
 // Both vans on the shared-memory path (true) or on the socket (false).
 void UseShm(ps::KVWorker<float>* kv, bool on) {
-  ps::Postoffice::Get()->van()->SetShm(on);
+  ps::Postoffice::Get()->van()->SetPath("shm", on);
   ServerShm(kv, kCmdSetShm, on ? 1.0f : 0.0f);
 }
 

@@ -5,7 +5,7 @@
 //
 //   tracker/launch -n 1 -s 1 -- build/apps/bench --workload shm
 //
-// Both vans switch between the paths at run time (Van::SetShm; the server on a
+// Both vans switch between the paths at run time (Van::SetPath("shm"); the server on a
 // command from the driver), so each round of each point measures one of the three.
 #ifndef HERDPS_APPS_BENCH_SHM_WORKLOAD_H_
 #define HERDPS_APPS_BENCH_SHM_WORKLOAD_H_

@@ -96,11 +96,11 @@ int RunWaitersWorkload(bool csv) {
       // Alternate which goes first, so neither always follows the other.
       for (int turn = 0; turn < 2; ++turn) {
         const bool in_wait = (turn == 0) == (r % 2 == 0);
-        van->SetReceiveInWait(in_wait);
+        van->SetPath("receive_in_wait", in_wait);
         MeasureRound(&kv, floats, threads, FLAGS_seconds / rounds, in_wait ? &on : &off);
       }
     }
-    van->SetReceiveInWait(ps::Postoffice::Get()->config().receive_in_wait);
+    van->SetPath("receive_in_wait", ps::Postoffice::Get()->config().receive_in_wait);
     failures += on.failures + off.failures;
     std::sort(on.us.begin(), on.us.end());
     std::sort(off.us.begin(), off.us.end());

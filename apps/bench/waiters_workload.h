@@ -5,7 +5,7 @@
 //
 //   tracker/launch -n 1 -s 1 -- build/apps/bench --workload waiters
 //
-// The worker's van switches at run time (Van::SetReceiveInWait).
+// The worker's van switches at run time (Van::SetPath("receive_in_wait")).
 #ifndef HERDPS_APPS_BENCH_WAITERS_WORKLOAD_H_
 #define HERDPS_APPS_BENCH_WAITERS_WORKLOAD_H_
 

@@ -9,13 +9,18 @@
 #include <chrono>
 #include <cstdio>
 
+#include "barrier_releases.h"
 #include "customer_directory.h"
+#include "idle_trimmer.h"
+#include "join_state.h"
 #include "ps/internal/event_loop.h"
 #include "ps/internal/postoffice.h"
 #include "ps/internal/reorder_window.h"
 #include "ps/internal/resend_outbox.h"
 #include "ps/logging.h"
 #include "scheduler_role.h"
+#include "scheduler_watch.h"
+#include "worker_instances.h"
 
 namespace ps {
 namespace {
@@ -68,7 +73,7 @@ void Postoffice::HandleControl(Message& msg) {
 }
 
 void Postoffice::HandleJoinReply(const Message& msg) {
-  if (joined_) {
+  if (join_->joined()) {
     // A repeated table (our ACK was lost): acknowledge again.
     if (config_.resend && msg.meta.sequence) {
       SendAck(kScheduler, msg.meta.sequence, Channel::kControl);
@@ -84,11 +89,7 @@ void Postoffice::HandleJoinReply(const Message& msg) {
           << "a join refusal that does not name this node ignored";
       return;
     }
-    {
-      std::lock_guard<std::mutex> lock(state_mu_);
-      join_error_ = Status::FromWire(msg.meta.status_code, msg.meta.status_message);
-    }
-    state_cv_.notify_all();
+    join_->Fail(Status::FromWire(msg.meta.status_code, msg.meta.status_message));
     return;
   }
   // The table must list this node with the identity only it and the scheduler know:
@@ -99,18 +100,7 @@ void Postoffice::HandleJoinReply(const Message& msg) {
       my_id = n.id;
     }
   }
-  {
-    // This process's other workers, if any.
-    std::lock_guard<std::mutex> lock(instances_mu_);
-    for (auto& instance : instances_) {
-      for (const Node& n : msg.meta.control.nodes) {
-        if (n.identity == my_node_.identity && n.instance == instance.second.instance) {
-          instance.second.id = n.id;
-          instance.second.rank = n.rank;
-        }
-      }
-    }
-  }
+  instances_->Name(msg.meta.control.nodes, my_node_.identity);  // this process's other workers
   const Node* scheduler = nullptr;
   for (const Node& n : msg.meta.control.nodes) {
     if (n.id == kScheduler) scheduler = &n;
@@ -120,41 +110,7 @@ void Postoffice::HandleJoinReply(const Message& msg) {
         << "node table that does not list this node (or no scheduler) ignored";
     return;
   }
-  ConsistencyModel model;
-  Status valid = ConsistencyModel::FromWire(msg.meta.control.consistency,
-                                            msg.meta.control.staleness, &model);
-  if (!valid.ok()) {
-    LOG_IF(WARNING, forged_log_.ShouldLog()) << "node table ignored: " << valid;
-    return;
-  }
-  if (config_.consistency_set && model != config_.consistency) {
-    LOG(WARNING) << "PS_CONSISTENCY=" << config_.consistency.ToString()
-                 << " on this node, but the job's scheduler runs " << model.ToString()
-                 << ": the scheduler's model holds";
-  }
-  consistency_ = model;
-  if (msg.meta.control.key_placement != ConsistentHashRing::kRing &&
-      msg.meta.control.key_placement != ConsistentHashRing::kRanges) {
-    LOG_IF(WARNING, forged_log_.ShouldLog()) << "node table with an unknown key placement ignored";
-    return;
-  }
-  key_placement_ = static_cast<ConsistentHashRing::Placement>(msg.meta.control.key_placement);
-  if (config_.key_placement_set && key_placement_ != config_.key_placement) {
-    LOG(WARNING) << "PS_KEY_PLACEMENT on this node differs from the job's scheduler: the "
-                    "scheduler's holds ("
-                 << (key_placement_ == ConsistentHashRing::kRanges ? "range" : "ring") << ")";
-  }
-  if (msg.meta.control.chunk_bytes != 0 &&
-      msg.meta.control.chunk_bytes < Config::kMinChunkBytes) {
-    LOG_IF(WARNING, forged_log_.ShouldLog()) << "node table with a chunk size below the minimum ignored";
-    return;
-  }
-  chunk_bytes_ = msg.meta.control.chunk_bytes;
-  if (config_.chunk_bytes_set && chunk_bytes_ != config_.chunk_bytes) {
-    LOG(WARNING) << "PS_CHUNK_BYTES=" << config_.chunk_bytes
-                 << " on this node, but the job's scheduler has " << chunk_bytes_
-                 << ": the scheduler's holds";
-  }
+  if (!AcceptJobSettings(msg.meta.control)) return;
   MembershipView view;
   view.version = msg.meta.control.membership_version;
   view.nodes = msg.meta.control.nodes;
@@ -165,10 +121,51 @@ void Postoffice::HandleJoinReply(const Message& msg) {
   view.ring = ConsistentHashRing::Make(key_placement_, servers, config_.ring_virtual_nodes);
   my_node_.id = my_id;
   InstallMembership(std::move(view));
-  scheduler_heard_ns_.store(NowNs());
+  scheduler_watch_->Heard(NowNs());
   if (config_.resend && msg.meta.sequence) {
     SendAck(kScheduler, msg.meta.sequence, Channel::kControl);
   }
+  MarkJoinedAndAdmitEarlyInput();
+}
+
+bool Postoffice::AcceptJobSettings(const Control& control) {
+  ConsistencyModel model;
+  Status valid = ConsistencyModel::FromWire(control.consistency, control.staleness, &model);
+  if (!valid.ok()) {
+    LOG_IF(WARNING, forged_log_.ShouldLog()) << "node table ignored: " << valid;
+    return false;
+  }
+  if (config_.consistency_set && model != config_.consistency) {
+    LOG(WARNING) << "PS_CONSISTENCY=" << config_.consistency.ToString()
+                 << " on this node, but the job's scheduler runs " << model.ToString()
+                 << ": the scheduler's model holds";
+  }
+  consistency_ = model;
+  if (control.key_placement != ConsistentHashRing::kRing &&
+      control.key_placement != ConsistentHashRing::kRanges) {
+    LOG_IF(WARNING, forged_log_.ShouldLog()) << "node table with an unknown key placement ignored";
+    return false;
+  }
+  key_placement_ = static_cast<ConsistentHashRing::Placement>(control.key_placement);
+  if (config_.key_placement_set && key_placement_ != config_.key_placement) {
+    LOG(WARNING) << "PS_KEY_PLACEMENT on this node differs from the job's scheduler: the "
+                    "scheduler's holds ("
+                 << (key_placement_ == ConsistentHashRing::kRanges ? "range" : "ring") << ")";
+  }
+  if (control.chunk_bytes != 0 && control.chunk_bytes < Config::kMinChunkBytes) {
+    LOG_IF(WARNING, forged_log_.ShouldLog()) << "node table with a chunk size below the minimum ignored";
+    return false;
+  }
+  chunk_bytes_ = control.chunk_bytes;
+  if (config_.chunk_bytes_set && chunk_bytes_ != config_.chunk_bytes) {
+    LOG(WARNING) << "PS_CHUNK_BYTES=" << config_.chunk_bytes
+                 << " on this node, but the job's scheduler has " << chunk_bytes_
+                 << ": the scheduler's holds";
+  }
+  return true;
+}
+
+void Postoffice::MarkJoinedAndAdmitEarlyInput() {
   // What raced ahead of the table is checked and delivered by the thread that receives
   // its channel (it may run app handles, which this loop never does), before anything
   // that comes after it: whichever of that thread's next message and the task below
@@ -188,12 +185,8 @@ void Postoffice::HandleJoinReply(const Message& msg) {
 }
 
 void Postoffice::HandleBarrierRelease(const Message& msg) {
-  {
-    std::lock_guard<std::mutex> lock(state_mu_);
-    int to = msg.meta.recipient == kEmpty ? my_node_.id : msg.meta.recipient;
-    ++barrier_releases_[{msg.meta.control.barrier_group, msg.meta.customer_id, to}];
-  }
-  state_cv_.notify_all();
+  int to = msg.meta.recipient == kEmpty ? my_node_.id : msg.meta.recipient;
+  barriers_->Release({msg.meta.control.barrier_group, msg.meta.customer_id, to});
 }
 
 void Postoffice::HandleMembership(const Message& msg) {
@@ -208,8 +201,7 @@ void Postoffice::HandleMembership(const Message& msg) {
 
 void Postoffice::StartNodeTimers() {
   if (config_.heartbeat_interval_s > 0 && !is_scheduler()) {
-    scheduler_heard_ns_.store(NowNs());
-    last_scheduler_check_ns_ = NowNs();
+    scheduler_watch_->Start(config_.heartbeat_interval_s, config_.heartbeat_timeout_s, NowNs());
     loop_->RunEvery(Millis(config_.heartbeat_interval_s), [this] { SendHeartbeat(); });
     // Often enough that a lost heartbeat (or answer) is asked again well within the
     // timeout: CheckScheduler sends one at every check once an answer is overdue.
@@ -224,8 +216,8 @@ void Postoffice::StartNodeTimers() {
     loop_->RunEvery(tick, [this] { ResendDue(); });
   }
   if (config_.idle_trim_ms > 0) {
-    idle_trim_ = IdleTrim();
-    idle_trim_.busy_at = std::chrono::steady_clock::now();
+    idle_trimmer_->Start(std::chrono::milliseconds(config_.idle_trim_ms),
+                         std::chrono::steady_clock::now());
     auto tick = std::max(std::chrono::milliseconds(50),
                          std::chrono::milliseconds(config_.idle_trim_ms / 2));
     loop_->RunEvery(tick, [this] { TrimMemoryIfIdle(); });
@@ -237,19 +229,9 @@ void Postoffice::StartNodeTimers() {
 }
 
 void Postoffice::TrimMemoryIfIdle() {
-  // Traffic below this per tick (heartbeats, ACKs, small requests) neither needs the
-  // large buffers malloc keeps nor counts as busy.
-  constexpr uint64_t kBusyBytes = 1 << 20;
   VanStats stats = van_->stats();
-  uint64_t bytes = stats.sent_bytes + stats.received_bytes;
-  auto now = std::chrono::steady_clock::now();
-  if (bytes - idle_trim_.bytes_seen >= kBusyBytes) {
-    idle_trim_.busy_at = now;
-    idle_trim_.trimmed = false;
-  }
-  idle_trim_.bytes_seen = bytes;
-  if (idle_trim_.trimmed ||
-      now - idle_trim_.busy_at < std::chrono::milliseconds(config_.idle_trim_ms)) {
+  if (!idle_trimmer_->Tick(stats.sent_bytes + stats.received_bytes,
+                           std::chrono::steady_clock::now())) {
     return;
   }
   // The kept buffers speed up the next burst of large messages; an idle node gives
@@ -257,7 +239,6 @@ void Postoffice::TrimMemoryIfIdle() {
   // a shared-memory ring stays resident at its busiest).
   uint64_t ring_bytes = van_->ReleaseIdleMemory();
   malloc_trim(0);
-  idle_trim_.trimmed = true;
   PS_VLOG(1) << "idle for " << config_.idle_trim_ms << " ms: gave free memory back ("
              << (ring_bytes >> 20) << " MiB of shared-memory rings, and malloc_trim)";
 }
@@ -272,53 +253,44 @@ void Postoffice::SendHeartbeat() {
 }
 
 void Postoffice::CheckScheduler() {
-  if (finalizing_ || gave_up_.load()) return;
-  const int64_t now = NowNs();
-  const double gap = (now - last_scheduler_check_ns_) / 1e9;
-  last_scheduler_check_ns_ = now;
-  if (gap > LivenessStallSeconds(config_.heartbeat_timeout_s)) {
-    // This node itself did not run (it was stopped, or starved of CPU): the silence
-    // it would see is its own. The scheduler gets a new timeout to answer, and says
-    // whether it declared this node dead meanwhile.
-    stalled_for_s_ = gap;
-    LOG(WARNING) << RoleName(config_.role) << " " << my_node_.rank << ": this node did not run for "
-                 << SecondsText(gap) << " s (it was stopped, or starved of CPU); asking the "
-                 << "scheduler whether the job still has it";
-    scheduler_heard_ns_.store(now);
-    SendHeartbeat();
-    return;
+  if (finalizing_ || join_->gave_up()) return;
+  const bool busy = inbound_[static_cast<int>(Channel::kControl)].busy.load(std::memory_order_relaxed);
+  double seconds = 0;
+  switch (scheduler_watch_->Check(NowNs(), busy, &seconds)) {
+    case SchedulerWatch::Verdict::kFine:
+      return;
+    case SchedulerWatch::Verdict::kAskAgain:
+      SendHeartbeat();
+      return;
+    case SchedulerWatch::Verdict::kStalled:
+      LOG(WARNING) << RoleName(config_.role) << " " << my_node_.rank
+                   << ": this node did not run for " << SecondsText(seconds)
+                   << " s (it was stopped, or starved of CPU); asking the scheduler whether "
+                   << "the job still has it";
+      SendHeartbeat();
+      return;
+    case SchedulerWatch::Verdict::kGone: {
+      char text[64];
+      std::snprintf(text, sizeof(text), "%.1f", seconds);
+      GiveUp("the scheduler at " + scheduler_endpoint_ + " has been silent for " + text +
+             " s (PS_HEARTBEAT_TIMEOUT=" + SecondsText(config_.heartbeat_timeout_s) +
+             " s): it is gone and the job cannot go on");
+      return;
+    }
   }
-  if (inbound_[static_cast<int>(Channel::kControl)].busy.load(std::memory_order_relaxed)) {
-    scheduler_heard_ns_.store(now);  // not silent: this node is not reading
-    return;
-  }
-  const double silent = (now - scheduler_heard_ns_.load()) / 1e9;
-  // An answer is overdue: the heartbeat or its answer may have been lost (they are
-  // never resent), so ask again at every check rather than once an interval.
-  if (silent > config_.heartbeat_interval_s * 1.5) SendHeartbeat();
-  if (silent <= config_.heartbeat_timeout_s) return;
-  char text[64];
-  std::snprintf(text, sizeof(text), "%.1f", silent);
-  GiveUp("the scheduler at " + scheduler_endpoint_ + " has been silent for " + text +
-         " s (PS_HEARTBEAT_TIMEOUT=" + SecondsText(config_.heartbeat_timeout_s) +
-         " s): it is gone and the job cannot go on");
 }
 
 void Postoffice::GiveUp(const std::string& why) {
-  if (!fatal_error_.empty()) return;
+  if (join_->gave_up()) return;  // only the control loop gives up: no race
   LOG(ERROR) << RoleName(config_.role) << " " << my_node_.rank << ": " << why
              << "; ending every request and exiting";
   // The process exits without Stop, possibly as soon as the app hears of this (its
   // barrier or requests fail below): its ipc socket files go first.
   van_->RemoveEndpointFiles();
-  {
-    std::lock_guard<std::mutex> lock(state_mu_);
-    fatal_error_ = why;
-  }
   // From now on every send fails with `why`, so requests issued during the grace
   // period end at once too.
-  gave_up_.store(true, std::memory_order_release);
-  state_cv_.notify_all();
+  join_->GiveUp(why);
+  barriers_->Fail(why);
   directory_->ForEach([&why](int, int, Customer* customer) {
     customer->AbortAllRequests(Status::Unavailable(why));
     return true;

@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "ps/internal/event_loop.h"
+#include "join_state.h"
 #include "ps/internal/postoffice.h"
+#include "worker_instances.h"
 
 namespace ps {
 
@@ -34,10 +36,7 @@ std::vector<int> Postoffice::GetDeadNodes(int /*t*/) {
 
 void Postoffice::SendJoins() {
   std::vector<Node> nodes = {my_node_};
-  {
-    std::lock_guard<std::mutex> lock(instances_mu_);
-    for (const auto& instance : instances_) nodes.push_back(instance.second);
-  }
+  for (const Node& instance : instances_->Nodes()) nodes.push_back(instance);
   for (const Node& node : nodes) {
     Message join;
     join.meta.control.cmd = Control::kAddNode;
@@ -52,49 +51,21 @@ void Postoffice::SendJoins() {
 }
 
 bool Postoffice::AddInstance(int customer_id) {
-  if (!is_worker()) return false;
-  {
-    std::lock_guard<std::mutex> lock(instances_mu_);
-    if (customer_id == first_customer_) return false;
-    for (const auto& instance : instances_) {
-      if (instance.first == customer_id) return false;
-    }
-    if (config_.resend) {
-      throw Error("Start(" + std::to_string(customer_id) +
-                  "): several workers in one process do not work with PS_RESEND yet");
-    }
-    if (instances_.size() + 1 >= static_cast<size_t>(Node::kMaxInstances)) {
-      throw Error("Start(" + std::to_string(customer_id) + "): too many workers in one process");
-    }
-    Node node = my_node_;
-    node.instance = static_cast<int>(instances_.size()) + 1;
-    instances_.emplace_back(customer_id, node);
-    has_instances_ = true;
+  if (!is_worker() || instances_->Knows(customer_id)) return false;
+  if (config_.resend) {
+    throw Error("Start(" + std::to_string(customer_id) +
+                "): several workers in one process do not work with PS_RESEND yet");
   }
+  if (!instances_->Add(customer_id, my_node_)) return false;
   LOG(INFO) << "customer " << customer_id << " joins as one more worker of this process";
   loop_->Post([this] {
-    if (!joined_) SendJoins();
+    if (!join_->joined()) SendJoins();
   });
   return true;
 }
 
-int Postoffice::InstanceIdOf(int customer_id) {
-  if (!has_instances_.load(std::memory_order_acquire)) return my_node_.id;
-  std::lock_guard<std::mutex> lock(instances_mu_);
-  for (const auto& instance : instances_) {
-    if (instance.first == customer_id) return instance.second.id;
-  }
-  return my_node_.id;
-}
+int Postoffice::InstanceIdOf(int customer_id) { return instances_->IdOf(customer_id, my_node_.id); }
 
-bool Postoffice::IsMyInstanceId(int id) {
-  // kEmpty is also the id of an instance the table has not named (yet).
-  if (id == kEmpty || !has_instances_.load(std::memory_order_acquire)) return false;
-  std::lock_guard<std::mutex> lock(instances_mu_);
-  for (const auto& instance : instances_) {
-    if (instance.second.id == id) return true;
-  }
-  return false;
-}
+bool Postoffice::IsMyInstanceId(int id) { return instances_->Has(id); }
 
 }  // namespace ps

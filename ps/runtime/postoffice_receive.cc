@@ -8,11 +8,14 @@
 #include <chrono>
 
 #include "customer_directory.h"
+#include "drop_injector.h"
+#include "join_state.h"
 #include "ps/internal/event_loop.h"
 #include "ps/internal/postoffice.h"
 #include "ps/internal/reorder_window.h"
 #include "ps/internal/resend_outbox.h"
 #include "scheduler_role.h"
+#include "scheduler_watch.h"
 
 namespace ps {
 namespace {
@@ -32,13 +35,7 @@ int64_t NowNs() {
 }  // namespace
 
 void Postoffice::OnMessage(Message&& msg, Channel channel) {
-  if (config_.drop_rate > 0) {
-    std::lock_guard<std::mutex> lock(drop_mu_);
-    if (drop_draw_(drop_rng_) < config_.drop_rate) {
-      injected_drops_.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
-  }
+  if (drops_->ShouldDrop()) return;
   LOG_IF(INFO, verbose() && !msg.meta.control.empty()) << "recv " << msg.DebugString();
   const Meta& meta = msg.meta;
   if (meta.control.cmd == Control::kAddNode && meta.request) {
@@ -50,7 +47,7 @@ void Postoffice::OnMessage(Message&& msg, Channel channel) {
   }
   Inbound& in = inbound_[static_cast<int>(channel)];
   std::lock_guard<std::mutex> lock(in.mu);
-  if (!joined_.load(std::memory_order_acquire)) {
+  if (!join_->joined()) {
     if (meta.sender == kScheduler && !is_scheduler() && !meta.control.empty()) {
       Admit(msg, channel, /*prejoin=*/true);
     } else if (meta.control.empty()) {
@@ -95,7 +92,7 @@ void Postoffice::Admit(Message& msg, Channel channel, bool prejoin) {
   }
   // Any message of a member is a sign of life, not only its heartbeats (which are
   // never resent, so a lossy network could otherwise lose enough of them in a row).
-  if (sender == kScheduler) scheduler_heard_ns_.store(NowNs(), std::memory_order_relaxed);
+  if (sender == kScheduler) scheduler_watch_->Heard(NowNs());
   if (scheduler_ && !prejoin) scheduler_->Heard(sender);
   if (msg.meta.control.cmd == Control::kAck) {
     // The low bit says which channel's message is acknowledged.

@@ -33,7 +33,7 @@ class TestVan : public RecordingVan {
           int64_t max_message_bytes = int64_t{1} << 30)
       : RecordingVan([=](VanOptions* options) {
           options->transport = transport;
-          options->curve_secret_key = key;
+          options->zmq.curve_secret_key = key;
           options->max_message_bytes = max_message_bytes;
         }) {}
 };

@@ -31,8 +31,8 @@ TEST(ShmConfig, SharedMemoryIsOnWithA64MiBRingByDefault) {
   ASSERT_TRUE(Load({}, &c).ok());
   EXPECT_TRUE(c.shm);
   EXPECT_EQ(c.shm_bytes, uint64_t{64} << 20);
-  EXPECT_EQ(VanOptions().shm, c.shm) << "the van's default is the runtime's";
-  EXPECT_EQ(VanOptions().shm_bytes, c.shm_bytes);
+  EXPECT_EQ(VanOptions().zmq.shm, c.shm) << "the van's default is the runtime's";
+  EXPECT_EQ(VanOptions().zmq.shm_bytes, c.shm_bytes);
 }
 
 TEST(ShmConfig, PsShmZeroTurnsItOffAndPsShmBytesSizesTheRings) {

@@ -122,7 +122,7 @@ TEST(ShmVan, LargeFramesTravelThroughSharedMemoryOnceThePeerAccepts) {
 }
 
 TEST(ShmVan, AnAppKeepingEveryViewNeverFillsTheSendersRing) {
-  TestVan a([](VanOptions* o) { o->shm_bytes = 4 << 20; });
+  TestVan a([](VanOptions* o) { o->zmq.shm_bytes = 4 << 20; });
   TestVan b;  // keeps every message it receives (and so every view)
   a.Reach(2, b);
   const std::vector<std::pair<size_t, DataType>> values = {{1 << 20, DataType::kFloat}};
@@ -143,7 +143,7 @@ TEST(ShmVan, AnAppKeepingEveryViewNeverFillsTheSendersRing) {
 }
 
 TEST(ShmVan, AFrameLargerThanTheRingGoesOnTheSocketAndIsCounted) {
-  TestVan a([](VanOptions* o) { o->shm_bytes = 1 << 20; });
+  TestVan a([](VanOptions* o) { o->zmq.shm_bytes = 1 << 20; });
   TestVan b;
   a.Reach(2, b);
   const std::vector<std::pair<size_t, DataType>> small = {{256 << 10, DataType::kFloat}};
@@ -157,7 +157,7 @@ TEST(ShmVan, AFrameLargerThanTheRingGoesOnTheSocketAndIsCounted) {
 
 TEST(ShmVan, AReceiverWithShmOffRefusesAndEverythingTravelsOnTheSocket) {
   TestVan a;
-  TestVan b([](VanOptions* o) { o->shm = false; });
+  TestVan b([](VanOptions* o) { o->zmq.shm = false; });
   a.Reach(2, b);
   int sent = 0;
   ASSERT_TRUE(WaitUntil([&] {
@@ -175,32 +175,38 @@ TEST(ShmVan, AReceiverWithShmOffRefusesAndEverythingTravelsOnTheSocket) {
 }
 
 TEST(ShmVan, ASenderWithShmOffNeverOffers) {
-  TestVan a([](VanOptions* o) { o->shm = false; });
+  TestVan a([](VanOptions* o) { o->zmq.shm = false; });
   TestVan b;
   a.Reach(2, b);
   for (int i = 0; i < 5; ++i) {
     ASSERT_TRUE(a->Send(Frames(2, kMixed, i), SendMode::kBlocking, Channel::kData).ok());
   }
-  a->SetShm(true);  // cannot turn on what the options left off
+  EXPECT_TRUE(a->SetPath("shm", true));  // cannot turn on what the options left off
   ASSERT_TRUE(a->Send(Frames(2, kMixed, 5), SendMode::kBlocking, Channel::kData).ok());
   ASSERT_EQ(b.WaitFor(6), 6u);
   VanStats sa = a->stats();
   EXPECT_EQ(sa.shm_sent_frames + sa.shm_accepted_rings + sa.shm_refused_rings, 0u);
 }
 
-TEST(ShmVan, SetShmSwitchesWhatTheSenderSendsThroughSharedMemory) {
+TEST(ShmVan, SetPathShmSwitchesWhatTheSenderSendsThroughSharedMemory) {
   TestVan a, b;
   a.Reach(2, b);
   int sent = SendUntilShm(a, kMixed);
   uint64_t frames = a->stats().shm_sent_frames;
-  a->SetShm(false);
+  EXPECT_TRUE(a->SetPath("shm", false));
   ASSERT_TRUE(a->Send(Frames(2, kMixed, 1), SendMode::kBlocking, Channel::kData).ok());
   EXPECT_EQ(a->stats().shm_sent_frames, frames);
-  a->SetShm(true);
+  EXPECT_TRUE(a->SetPath("shm", true));
   ASSERT_TRUE(a->Send(Frames(2, kMixed, 2), SendMode::kBlocking, Channel::kData).ok());
   EXPECT_EQ(a->stats().shm_sent_frames, frames + 3);
   ASSERT_EQ(b.WaitFor(sent + 2), static_cast<size_t>(sent + 2));
   for (auto& [msg, channel] : b.Take()) EXPECT_TRUE(Exact(msg, kMixed));
+}
+
+TEST(ShmVan, SetPathRefusesAPathThisVanDoesNotHave) {
+  TestVan a;
+  EXPECT_FALSE(a->SetPath("rdma", true));
+  EXPECT_FALSE(a->SetPath("", false));
 }
 
 TEST(ShmVan, AMessageSentTwiceGetsTwoBlocksAndArrivesTwice) {

@@ -29,33 +29,38 @@ struct VanOptions {
   std::string transport = "tcp";  // "tcp" or "ipc"
   std::string host = "127.0.0.1";  // address to bind and advertise (tcp)
   std::string bind_host;           // bind here instead of `host` (e.g. 0.0.0.0); tcp only
-  int send_high_water_mark = 0;    // messages queued per outgoing connection; 0: ZeroMQ's
   int port = 0;                    // data channel; 0: pick a free port
   int control_port = 0;            // control channel; 0: pick a free port
   // Largest message accepted from the network; bigger ones are refused by the
   // transport before they are buffered.
   int64_t max_message_bytes = int64_t{4} << 30;
   int max_frames = 64;  // data frames per message; more is malformed
-  // Routing identity of every outgoing connection (ZeroMQ routing id), 1..255 bytes;
-  // receivers see it as Message::peer_identity. Empty: ZeroMQ picks one.
+  // The name this node's connections present, 1..255 bytes; receivers see it as
+  // Message::peer_identity. Empty: the transport picks one.
   std::string identity;
-  // The job's CURVE secret key (40 characters of Z85; PS_SECURE=1). Non-empty: every
-  // connection is encrypted, and only peers holding the same key are admitted (both
-  // ways). Empty: plain connections. docs/security.md.
-  std::string curve_secret_key;
-  // Shared memory between processes on one host (PS_SHM): data frames of 64 KiB or more
-  // to a peer on this host (an ipc endpoint, a loopback address or one of this host's
-  // own) travel through a ring of shared memory the sender offers the receiver, instead
-  // of through the socket; everything else is as before. Off: this van neither offers
-  // rings nor accepts them. docs/architecture.md, "Shared memory".
-  bool shm = true;
-  uint64_t shm_bytes = uint64_t{64} << 20;  // PS_SHM_BYTES: the size of each ring
   // PS_RECEIVE_IN_WAIT: a thread waiting for an answer may receive the data channel
   // itself (ReceiveWhileWaiting). Off: only the receive thread receives.
   bool receive_in_wait = true;
   // Connections that have not shown a member's identity (AdmitIdentity) allowed at once;
-  // what each may make this node hold is bounded too (van/connection_guard.h).
+  // what each may make this node hold is bounded too.
   size_t max_strangers = 64;
+
+  // Read by the ZeroMQ van only (Van::Create("zmq"), van/zmq_van.h); another transport
+  // ignores them.
+  struct ZeroMq {
+    int send_high_water_mark = 0;  // messages queued per outgoing connection; 0: ZeroMQ's
+    // The job's CURVE secret key (40 characters of Z85; PS_SECURE=1). Non-empty: every
+    // connection is encrypted, and only peers holding the same key are admitted (both
+    // ways). Empty: plain connections. docs/security.md.
+    std::string curve_secret_key;
+    // Shared memory between processes on one host (PS_SHM): data frames of 64 KiB or
+    // more to a peer on this host (an ipc endpoint, a loopback address or one of this
+    // host's own) travel through a ring of shared memory the sender offers the
+    // receiver, instead of through the socket. Off: this van neither offers rings nor
+    // accepts them. docs/architecture.md, "Shared memory".
+    bool shm = true;
+    uint64_t shm_bytes = uint64_t{64} << 20;  // PS_SHM_BYTES: the size of each ring
+  } zmq;
 };
 
 // How Send behaves when the peer's queue is full.
@@ -65,7 +70,8 @@ enum class SendMode {
                  // (control traffic, timers)
 };
 
-// Counters of what a van has done; for benchmarks and tests.
+// Counters of what a van has done; for benchmarks and tests. The counters of a path or
+// check a transport does not have (CURVE handshakes, shared memory) stay 0.
 struct VanStats {
   uint64_t sent_messages = 0;
   uint64_t sent_bytes = 0;
@@ -82,7 +88,7 @@ struct VanStats {
   // Connections shut down before they showed a member's identity, for carrying too much
   // or being too many (van/connection_guard.h).
   uint64_t refused_connections = 0;
-  // The shared-memory path (VanOptions::shm). Sent and received frames and their bytes
+  // The shared-memory path (VanOptions::ZeroMq::shm). Sent and received frames and their bytes
   // that travelled through a ring (also counted in sent_bytes / received_bytes); large
   // frames that went on the socket although the peer had accepted a ring (it was full,
   // or the frame larger than the ring); received ring frames copied out rather than
@@ -155,20 +161,19 @@ class Van {
 
   virtual VanStats stats() const = 0;
 
-  // For an idle node: gives back memory the transport keeps for speed (the free part
-  // of each shared-memory ring). Returns the bytes released. Thread-safe.
+  // For an idle node: gives back memory the transport keeps for speed (the ZeroMQ van:
+  // the free part of each shared-memory ring). Returns the bytes released. Thread-safe.
   virtual uint64_t ReleaseIdleMemory() { return 0; }
 
-  // Turns the sending half of the shared-memory path on or off from now on (a van
-  // started without VanOptions::shm stays off): while off, every frame this van sends
-  // goes on the socket; rings already accepted stay, unused. For benchmarks that
-  // compare both paths in one run. Thread-safe.
-  virtual void SetShm(bool on) = 0;
-  // Turns ReceiveWhileWaiting on or off from now on (VanOptions::receive_in_wait at
-  // start): while off, waiting threads sleep and the receive thread receives. A thread
-  // that receives already finishes its wait. For benchmarks that compare both in one
-  // run. Thread-safe.
-  virtual void SetReceiveInWait(bool on) { (void)on; }
+  // Switches one of this transport's paths on or off from now on, for benchmarks that
+  // compare both sides of it in one run. `path` names it: the ZeroMQ van has "shm"
+  // (VanOptions::ZeroMq::shm; a van started without it stays off) and
+  // "receive_in_wait" (ReceiveWhileWaiting; VanOptions::receive_in_wait). False, and
+  // nothing changes, for a path this van does not have. Thread-safe.
+  virtual bool SetPath(const std::string& path, bool on) {
+    (void)path, (void)on;
+    return false;
+  }
 
   // Lets the calling thread receive the data channel itself while it waits for an
   // answer, so that the answer wakes it straight from the transport instead of through
@@ -179,14 +184,14 @@ class Van {
   // holds, `deadline` passes or the van stops, then hands the channel back.
   //
   // Any number of threads may call this at once. Only a thread that waits alone takes
-  // the channel; once several wait at once, none takes it for a while (the ZeroMQ van:
-  // a second without two waiting at once), and a holder that is done hands it to the
-  // receive thread, which dispatches their answers.
+  // the channel; once several wait at once, none takes it for a while, and a holder
+  // that is done hands it to the receive thread, which dispatches their answers.
   //
   // Returns at once, having received nothing, when the calling thread is dispatching a
   // message itself (a handle that waits), when the van is not running, when
-  // receive-in-wait is off (VanOptions, SetReceiveInWait), or when other threads wait
-  // or did lately; the caller then waits as usual. Either way the caller looks at its condition again afterwards: returning
+  // receive-in-wait is off (VanOptions, SetPath), when other threads wait or did
+  // lately, or when the transport cannot do this (the default); the caller then waits
+  // as usual. Either way the caller looks at its condition again afterwards: returning
   // does not mean done() holds. If done() throws, the channel is handed on and the
   // exception propagates.
   //
@@ -208,8 +213,8 @@ class Van {
   // process about to exit without Stop; Stop removes them too. Thread-safe once started.
   virtual void RemoveEndpointFiles() {}
 
-  // `identity` is a member's (or a joining node's) routing identity: connections that
-  // present it may carry any message; others are bounded (van/connection_guard.h).
+  // `identity` is a member's (or a joining node's) identity: connections that present
+  // it may carry any message; others are bounded (VanOptions::max_strangers).
   // Thread-safe.
   virtual void AdmitIdentity(const std::string& identity) { (void)identity; }
 

@@ -49,11 +49,17 @@
 
 namespace ps {
 
+class BarrierReleases;
 class CustomerDirectory;
+class DropInjector;
 class EventLoop;
+class IdleTrimmer;
 class InboundSequencer;
+class JoinState;
 class ResendOutbox;
 class SchedulerRole;
+class SchedulerWatch;
+class WorkerInstances;
 
 // What a node's runtime has refused or recovered; for tests, benchmarks and logs.
 struct NodeStats {
@@ -131,7 +137,7 @@ class Postoffice {
   bool verbose() const { return config_.verbose; }
   bool started() const { return start_count_ > 0; }
   // Whether this node gave up (lost its scheduler, or was declared dead).
-  bool gave_up() const { return gave_up_.load(); }
+  bool gave_up() const;
   // The job's consistency model, as the scheduler handed it over at the join.
   const ConsistencyModel& consistency() const { return consistency_; }
   // The services that follow this node's life (see ps/internal/node_services.h);
@@ -204,6 +210,11 @@ class Postoffice {
   // Control loop (postoffice_control.cc).
   void HandleControl(Message& msg);
   void HandleJoinReply(const Message& msg);
+  // The job's settings in a node table (consistency, key placement, chunk size), the
+  // scheduler's over this node's own; false (and the table ignored) when malformed.
+  bool AcceptJobSettings(const Control& control);
+  // The table is in: marks the node joined and has what arrived before it admitted.
+  void MarkJoinedAndAdmitEarlyInput();
   void HandleBarrierRelease(const Message& msg);
   void HandleMembership(const Message& msg);
   void StartNodeTimers();
@@ -247,7 +258,7 @@ class Postoffice {
   std::unique_ptr<EventLoop> loop_;
   std::unique_ptr<SchedulerRole> scheduler_;
   std::atomic<NodeServices*> services_{nullptr};
-  ConsistencyModel consistency_;  // set before joined_, read after
+  ConsistencyModel consistency_;  // set before the node counts as joined, read after
   ConsistentHashRing::Placement key_placement_ = ConsistentHashRing::kRing;  // likewise
   uint64_t chunk_bytes_ = 0;  // likewise
   std::mutex key_ranges_mu_;
@@ -262,56 +273,32 @@ class Postoffice {
   std::atomic<int> start_count_{0};
   std::mutex start_mu_;
 
-  // Joining and barriers. Guarded by state_mu_.
-  mutable std::mutex state_mu_;
-  std::condition_variable state_cv_;
-  std::atomic<bool> joined_{false};  // the node table is installed
-  std::atomic<bool> joining_{false};  // the first Start waits for the table
-  // Worker instances beyond the first: (customer id, node), the node's id set when the
-  // table comes. Guarded by instances_mu_; has_instances_ == !instances_.empty().
-  std::mutex instances_mu_;
-  std::vector<std::pair<int, Node>> instances_;
-  int first_customer_ = 0;
-  std::atomic<bool> has_instances_{false};
-  Status join_error_;
-  std::string fatal_error_;  // set by GiveUp
-  std::atomic<bool> gave_up_{false};  // !fatal_error_.empty(), readable without the lock
-  // Per (group, customer, recipient node): a process with several worker instances
-  // gets one release per instance.
-  std::map<std::tuple<int, int, int>, uint64_t> barrier_releases_;
+  // Joining, giving up, barriers and this process's extra workers: parts that each
+  // hold their own lock.
+  std::unique_ptr<JoinState> join_;
+  std::unique_ptr<BarrierReleases> barriers_;
+  std::unique_ptr<WorkerInstances> instances_;
 
-  // Liveness, as seen from this node.
-  std::atomic<int64_t> scheduler_heard_ns_{0};  // steady clock, any message from it
-  int64_t last_scheduler_check_ns_ = 0;  // CheckScheduler's previous run (control loop)
-  // How long this node last found it had not run (CheckScheduler), for the message
-  // should the scheduler have declared it dead meanwhile; control loop only.
-  double stalled_for_s_ = 0;
+  // Liveness, as this node sees the scheduler, and idle trimming (PS_IDLE_TRIM_MS).
+  std::unique_ptr<SchedulerWatch> scheduler_watch_;
+  std::unique_ptr<IdleTrimmer> idle_trimmer_;
   std::atomic<bool> finalizing_{false};
   // When this node's first Start returned (its apps may serve from then), steady clock
   // ns; 0 before. Held requests get their grace from here.
   std::atomic<int64_t> started_at_ns_{0};
 
-  // Idle trimming (TrimMemoryIfIdle), on the control loop only.
-  struct IdleTrim {
-    uint64_t bytes_seen = 0;  // van bytes sent + received at the last tick
-    std::chrono::steady_clock::time_point busy_at;  // last tick that saw traffic
-    bool trimmed = true;  // nothing to give back before the first traffic
-  } idle_trim_;
-
   Inbound inbound_[2];  // by Channel
   // Reliable delivery (PS_RESEND), per channel (each numbers its own links); null
   // when off.
   std::unique_ptr<ResendOutbox> outbox_[2];
-  std::mutex drop_mu_;  // the two receive threads share the fault injector
-  std::mt19937_64 drop_rng_;
-  std::uniform_real_distribution<double> drop_draw_{0.0, 1.0};
+  std::unique_ptr<DropInjector> drops_;  // PS_DROP_RATE
 
   // Customers, and data that arrived before its customer (inbound dispatch).
   std::unique_ptr<CustomerDirectory> directory_;
 
   LogLimiter stray_log_;   // data for unknown customers, from gone nodes
   LogLimiter forged_log_;  // messages whose sender does not match their connection
-  std::atomic<uint64_t> forged_{0}, from_gone_{0}, injected_drops_{0}, resent_{0},
+  std::atomic<uint64_t> forged_{0}, from_gone_{0}, resent_{0},
       duplicates_{0}, expired_early_{0}, refused_joins_{0}, before_table_{0};
 };
 

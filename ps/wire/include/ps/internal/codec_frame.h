@@ -73,6 +73,8 @@ struct FrameInfo {
 
 // Frame geometry, shared by the encoders and the decoder.
 constexpr uint8_t kFrameMarker = 0xC2;
+// The byte where the count varint starts (after the marker and the codec byte).
+constexpr size_t kFrameCountAt = 2;
 // Threshold words hold 31-bit indices.
 constexpr uint64_t kMaxThresholdCount = uint64_t{1} << 31;
 // The longest LEB128 varint of a uint64.
