@@ -13,6 +13,7 @@
 #include "customer_directory.h"
 #include "drop_injector.h"
 #include "idle_trimmer.h"
+#include "inbound_channel.h"
 #include "join_state.h"
 #include "ps/internal/event_loop.h"
 #include "ps/internal/reorder_window.h"
@@ -29,6 +30,7 @@ Postoffice::Postoffice()
       instances_(std::make_unique<WorkerInstances>()),
       scheduler_watch_(std::make_unique<SchedulerWatch>()),
       idle_trimmer_(std::make_unique<IdleTrimmer>()),
+      inbound_{std::make_unique<InboundChannel>(), std::make_unique<InboundChannel>()},
       drops_(std::make_unique<DropInjector>()),
       directory_(std::make_unique<CustomerDirectory>()) {}
 
@@ -151,7 +153,7 @@ NodeStats Postoffice::stats() const {
   s.refused_joins = refused_joins_.load();
   for (int c = 0; c < 2; ++c) {
     if (outbox_[c]) s.awaiting_ack += outbox_[c]->Size();
-    s.held_out_of_order += inbound_[c].held.load(std::memory_order_relaxed);
+    s.held_out_of_order += inbound_[c]->held_out_of_order();
   }
   return s;
 }

@@ -12,6 +12,7 @@
 #include "barrier_releases.h"
 #include "customer_directory.h"
 #include "idle_trimmer.h"
+#include "inbound_channel.h"
 #include "join_state.h"
 #include "ps/internal/event_loop.h"
 #include "ps/internal/postoffice.h"
@@ -170,15 +171,15 @@ void Postoffice::MarkJoinedAndAdmitEarlyInput() {
   // its channel (it may run app handles, which this loop never does), before anything
   // that comes after it: whichever of that thread's next message and the task below
   // comes first drains it, under the channel's lock.
-  std::lock_guard<std::mutex> data_lock(inbound_[0].mu);
-  std::lock_guard<std::mutex> control_lock(inbound_[1].mu);
+  std::lock_guard<std::mutex> data_lock(inbound_[0]->mu());
+  std::lock_guard<std::mutex> control_lock(inbound_[1]->mu());
   MarkJoined();
   for (Channel channel : {Channel::kData, Channel::kControl}) {
-    if (inbound_[static_cast<int>(channel)].unverified.empty()) continue;
+    if (!inbound_[static_cast<int>(channel)]->has_unverified()) continue;
     bool posted = van_->RunOnReceiver(channel, [this, channel] {
-      Inbound& in = inbound_[static_cast<int>(channel)];
-      std::lock_guard<std::mutex> lock(in.mu);
-      if (!in.unverified.empty()) DrainUnverified(channel);
+      InboundChannel& in = *inbound_[static_cast<int>(channel)];
+      std::lock_guard<std::mutex> lock(in.mu());
+      if (in.has_unverified()) DrainUnverified(channel);
     });
     if (!posted) DrainUnverified(channel);  // a van that cannot wake its receivers
   }
@@ -254,7 +255,8 @@ void Postoffice::SendHeartbeat() {
 
 void Postoffice::CheckScheduler() {
   if (finalizing_ || join_->gave_up()) return;
-  const bool busy = inbound_[static_cast<int>(Channel::kControl)].busy.load(std::memory_order_relaxed);
+  const bool busy =
+      inbound_[static_cast<int>(Channel::kControl)]->busy()->load(std::memory_order_relaxed);
   double seconds = 0;
   switch (scheduler_watch_->Check(NowNs(), busy, &seconds)) {
     case SchedulerWatch::Verdict::kFine:

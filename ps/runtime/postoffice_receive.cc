@@ -9,6 +9,7 @@
 
 #include "customer_directory.h"
 #include "drop_injector.h"
+#include "inbound_channel.h"
 #include "join_state.h"
 #include "ps/internal/event_loop.h"
 #include "ps/internal/postoffice.h"
@@ -19,12 +20,6 @@
 
 namespace ps {
 namespace {
-
-// Data that arrives before the node table is held, up to this many messages and bytes
-// (as much as CustomerDirectory holds for apps not started yet); past that it is
-// dropped, with a log line.
-constexpr size_t kMaxEarlyMessages = 1 << 16;
-constexpr size_t kMaxEarlyBytes = size_t{1} << 30;
 
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -45,17 +40,18 @@ void Postoffice::OnMessage(Message&& msg, Channel channel) {
     }
     return;
   }
-  Inbound& in = inbound_[static_cast<int>(channel)];
-  std::lock_guard<std::mutex> lock(in.mu);
+  InboundChannel& in = *inbound_[static_cast<int>(channel)];
+  std::lock_guard<std::mutex> lock(in.mu());
   if (!join_->joined()) {
     if (meta.sender == kScheduler && !is_scheduler() && !meta.control.empty()) {
       Admit(msg, channel, /*prejoin=*/true);
-    } else if (meta.control.empty()) {
-      HoldUnverified(msg, in);
+    } else if (meta.control.empty() && !in.HoldUnverified(msg)) {
+      LOG_IF(WARNING, stray_log_.ShouldLog())
+          << "data before the node table, over the limit of what is held; dropped";
     }
     return;
   }
-  if (!in.unverified.empty()) DrainUnverified(channel);
+  if (in.has_unverified()) DrainUnverified(channel);
   Admit(msg, channel, /*prejoin=*/false);
 }
 
@@ -101,16 +97,17 @@ void Postoffice::Admit(Message& msg, Channel channel, bool prejoin) {
     if (outbox) outbox->Ack(sender, sig >> 1);
     return;
   }
-  Inbound& in = inbound_[static_cast<int>(channel)];
+  InboundChannel& in = *inbound_[static_cast<int>(channel)];
+  InboundSequencer* sequencer = in.sequencer();
   const uint64_t seq = msg.meta.sequence;
-  if (!in.sequencer || seq == 0) {
+  if (!sequencer || seq == 0) {
     Deliver(msg, channel);
     return;
   }
   std::vector<Message> ready;
   auto verdict =
-      in.sequencer->Accept(sender, msg.meta.sender_incarnation, seq, std::move(msg), &ready);
-  in.held.store(in.sequencer->HeldMessages(), std::memory_order_relaxed);
+      sequencer->Accept(sender, msg.meta.sender_incarnation, seq, std::move(msg), &ready);
+  in.NoteHeld();
   if (verdict == InboundSequencer::Verdict::kRefused) return;
   // Before the join this node has no id the scheduler would accept an ACK from; the
   // control loop acknowledges the node table once it is installed.
@@ -139,23 +136,8 @@ void Postoffice::Deliver(Message& msg, Channel channel) {
   }
 }
 
-void Postoffice::HoldUnverified(Message& msg, Inbound& in) {
-  size_t bytes = msg.DataBytes();
-  if (in.unverified.size() >= kMaxEarlyMessages ||
-      in.unverified_bytes + bytes > kMaxEarlyBytes) {
-    LOG_IF(WARNING, stray_log_.ShouldLog())
-        << "data before the node table, over the limit of what is held; dropped";
-    return;
-  }
-  in.unverified_bytes += bytes;
-  in.unverified.push_back(std::move(msg));
-}
-
 void Postoffice::DrainUnverified(Channel channel) {
-  Inbound& in = inbound_[static_cast<int>(channel)];
-  std::deque<Message> held;
-  held.swap(in.unverified);
-  in.unverified_bytes = 0;
+  std::deque<Message> held = inbound_[static_cast<int>(channel)]->TakeUnverified();
   before_table_.fetch_add(held.size(), std::memory_order_relaxed);
   for (Message& m : held) Admit(m, channel, /*prejoin=*/false);
 }
@@ -163,7 +145,7 @@ void Postoffice::DrainUnverified(Channel channel) {
 void Postoffice::DispatchData(Message& msg, Channel channel) {
   // While the hand-off waits for room, this thread reads nothing: the liveness check
   // must not take that for a silent scheduler.
-  std::atomic<bool>* busy = &inbound_[static_cast<int>(channel)].busy;
+  std::atomic<bool>* busy = inbound_[static_cast<int>(channel)]->busy();
   if (directory_->Dispatch(msg, busy) != CustomerDirectory::Dispatched::kRefused) return;
   ReplyError(msg, Status::NotFound("app " + std::to_string(msg.meta.app_id) +
                                    " is not running on node " + std::to_string(my_id()) +

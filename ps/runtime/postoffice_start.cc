@@ -12,6 +12,7 @@
 
 #include "barrier_releases.h"
 #include "drop_injector.h"
+#include "inbound_channel.h"
 #include "join_state.h"
 #include "ps/internal/event_loop.h"
 #include "ps/internal/postoffice.h"
@@ -117,16 +118,13 @@ void Postoffice::ResetForStart() {
   started_at_ns_ = 0;
   process_incarnation_ = RandomU64();
   for (int c = 0; c < 2; ++c) {
+    inbound_[c]->Reset(config_.resend, kReorderWindow);
     if (config_.resend) {
-      inbound_[c].sequencer = std::make_unique<InboundSequencer>(kReorderWindow);
       auto timeout = std::chrono::milliseconds(config_.resend_timeout_ms);
       outbox_[c] = std::make_unique<ResendOutbox>(timeout, timeout * 16);
     } else {
-      inbound_[c].sequencer.reset();
       outbox_[c].reset();
     }
-    inbound_[c].unverified.clear();
-    inbound_[c].unverified_bytes = 0;
   }
   drops_->Reset(config_.drop_rate, config_.drop_seed ? config_.drop_seed : RandomU64());
   scheduler_endpoint_ =

@@ -16,6 +16,14 @@ JobServices* JobServices::Get() {
   return instance;
 }
 
+namespace {
+
+// Installed when the library loads, too: a node started through Postoffice::Start
+// directly rather than ps::Start has its clocks and plugins all the same.
+[[maybe_unused]] const bool kInstalledAtLoad = JobServices::Get() != nullptr;
+
+}  // namespace
+
 JobServices::JobServices() : plugins_(std::make_unique<PluginSeat>(Postoffice::Get())) {}
 
 JobServices::~JobServices() = default;

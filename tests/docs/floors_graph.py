@@ -10,6 +10,11 @@ keeps the link edges between the floor targets (ps/CMakeLists.txt), and checks t
 every edge runs down a floor: no arrow back up, none sideways (worker and server never
 stand on each other), no circle. --check also compares the edges with those drawn in
 docs/floors.dot, so that the picture in docs/architecture.md stays the build's.
+
+Both modes also draw the floors from the code's own includes: every `#include "..."`
+of a product file (the floors' folders) is resolved as the compiler would (the file's
+own folder, then every floor's include folder) and counted per pair of floors; an
+include from a floor to one that is not below it is a fault.
 """
 import os
 import re
@@ -30,6 +35,38 @@ FLOORS = {
     "herdps_facade": (6, "ps/facade", "ps/ps.h, ps/kv_app.h"),
 }
 EDGE = re.compile(r"//\s*(\S+)\s*->\s*(\S+)")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def include_arrows(source_dir):
+    """{(from floor target, to floor target): count} over the product's includes."""
+    folder_of = {target: folder for target, (_, folder, _) in FLOORS.items()}
+    include_dirs = [(t, os.path.join(source_dir, f, "include")) for t, f in folder_of.items()]
+
+    def floor_of(path):
+        rel = os.path.relpath(path, source_dir)
+        best = None
+        for target, folder in folder_of.items():
+            if rel.startswith(folder + os.sep) and (best is None or
+                                                   len(folder) > len(folder_of[best])):
+                best = target
+        return best
+
+    arrows = {}
+    for target, folder in folder_of.items():
+        for root, _, files in os.walk(os.path.join(source_dir, folder)):
+            for name in files:
+                path = os.path.join(root, name)
+                if floor_of(path) != target or not name.endswith((".h", ".cc")):
+                    continue
+                for header in INCLUDE.findall(open(path, encoding="utf-8").read()):
+                    candidates = [os.path.join(root, header)] + [
+                        os.path.join(d, header) for _, d in include_dirs]
+                    found = next((c for c in candidates if os.path.isfile(c)), None)
+                    to = floor_of(found) if found else None
+                    if to and to != target:
+                        arrows[(target, to)] = arrows.get((target, to), 0) + 1
+    return arrows
 
 
 def build_edges(source_dir):
@@ -96,6 +133,11 @@ def main():
     drawn_path = os.path.join(source_dir, "docs", "floors.dot")
     edges = build_edges(source_dir)
     problems = faults(edges)
+    arrows = include_arrows(source_dir)
+    for (a, b), n in sorted(arrows.items()):
+        if FLOORS[b][0] >= FLOORS[a][0]:
+            problems.append(f"{n} include(s) from {FLOORS[a][1]} (floor {FLOORS[a][0]}) to "
+                            f"{FLOORS[b][1]} (floor {FLOORS[b][0]}): not a floor below")
     if sys.argv[2] == "--write":
         with open(drawn_path, "w", encoding="utf-8") as f:
             f.write(draw(edges))
@@ -111,11 +153,17 @@ def main():
             problems.append("docs/floors.dot is not the build's graph: only in the build "
                             f"{sorted(set(edges) - set(drawn))}, only drawn "
                             f"{sorted(set(drawn) - set(edges))}; rerun with --write")
+    print("links (the build's target graph):")
     for a, b in edges:
-        print(f"{FLOORS[a][1]:>13} (floor {FLOORS[a][0]}) -> {FLOORS[b][1]} (floor {FLOORS[b][0]})")
+        print(f"  {FLOORS[a][1]:>13} (floor {FLOORS[a][0]}) -> {FLOORS[b][1]} (floor {FLOORS[b][0]})")
+    print("includes between floors (from the code):")
+    for (a, b), n in sorted(arrows.items(), key=lambda kv: (-FLOORS[kv[0][0]][0], kv[0])):
+        print(f"  {FLOORS[a][1]:>13} (floor {FLOORS[a][0]}) -> {FLOORS[b][1]} "
+              f"(floor {FLOORS[b][0]}): {n}")
     for p in problems:
         print("FAULT: " + p, file=sys.stderr)
-    print(f"{len(edges)} edges among {len(FLOORS)} floors, {len(problems)} faults")
+    print(f"{len(edges)} link edges and {len(arrows)} include arrows among {len(FLOORS)} "
+          f"floors, {len(problems)} faults")
     return 1 if problems else 0
 
 

@@ -1,8 +1,8 @@
 // NodeServices: what runs beside a node's runtime and follows its life: the job's
 // clocks on every node, the scheduler's plugins on the scheduler. The runtime calls
 // these hooks at fixed points of Start and Finalize and knows no service by name; the
-// floor above it (ps/services, JobServices) implements them, and ps::Start installs
-// that implementation (Postoffice::SetServices) before the node joins.
+// floor above it (ps/services, JobServices) implements them and installs itself
+// (Postoffice::SetServices) when the library loads, before any node starts.
 //
 // Thread safety: OnJoined, OnLeaving and OnStopping come from the thread
 // in ps::Start / ps::Finalize, in that order, once per Start..Finalize; OnMembershipChange

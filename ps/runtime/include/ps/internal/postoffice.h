@@ -54,7 +54,7 @@ class CustomerDirectory;
 class DropInjector;
 class EventLoop;
 class IdleTrimmer;
-class InboundSequencer;
+class InboundChannel;
 class JoinState;
 class ResendOutbox;
 class SchedulerRole;
@@ -141,7 +141,8 @@ class Postoffice {
   // The job's consistency model, as the scheduler handed it over at the join.
   const ConsistencyModel& consistency() const { return consistency_; }
   // The services that follow this node's life (see ps/internal/node_services.h);
-  // ps::Start installs them. Not owned; must outlive the process's runtime. Null: none.
+  // JobServices installs itself when the library loads. Not owned; must outlive the
+  // process's runtime. Null: none.
   void SetServices(NodeServices* services) { services_.store(services); }
   NodeStats stats() const;
 
@@ -184,27 +185,15 @@ class Postoffice {
   void AwaitJoin(std::unique_lock<std::mutex>& start_lock);
   std::string JoinTimeoutReason() const;
   void FinishJoin();
-  // Receive path (postoffice_receive.cc), on the thread that receives the channel.
-  // Per channel: the state its receiving owns. `mu` is held by whoever admits the
-  // channel's messages (the thread receiving it; the control loop when it admits what
-  // arrived before the table), so that one sender's messages are admitted in
-  // arrival order; it guards `sequencer` and `unverified`.
-  struct Inbound {
-    std::mutex mu;
-    std::unique_ptr<InboundSequencer> sequencer;  // PS_RESEND
-    std::deque<Message> unverified;  // arrived before the table
-    size_t unverified_bytes = 0;
-    std::atomic<bool> busy{false};  // the channel's receiver is handing a message to an app
-    std::atomic<size_t> held{0};    // sequencer->HeldMessages(), readable by any thread
-  };
+  // Receive path (postoffice_receive.cc), on the thread that receives the channel
+  // (InboundChannel says which lock it holds).
   void OnMessage(Message&& msg, Channel channel);
   // Checks the sender (unless `prejoin`: a reply from the scheduler before this node
   // knows its identity), handles ACKs, orders and de-duplicates (PS_RESEND), delivers.
   void Admit(Message& msg, Channel channel, bool prejoin);
   void Deliver(Message& msg, Channel channel);
   void DispatchData(Message& msg, Channel channel);
-  // Data that arrived before this node joined, admitted once it has. in.mu held.
-  void HoldUnverified(Message& msg, Inbound& in);
+  // Admits the data that arrived before this node joined. The channel's lock held.
   void DrainUnverified(Channel channel);
   void SendAck(int recipient, uint64_t sequence, Channel channel);
   // Control loop (postoffice_control.cc).
@@ -287,7 +276,8 @@ class Postoffice {
   // ns; 0 before. Held requests get their grace from here.
   std::atomic<int64_t> started_at_ns_{0};
 
-  Inbound inbound_[2];  // by Channel
+  // What each channel's receiving owns (by Channel); see inbound_channel.h.
+  std::unique_ptr<InboundChannel> inbound_[2];
   // Reliable delivery (PS_RESEND), per channel (each numbers its own links); null
   // when off.
   std::unique_ptr<ResendOutbox> outbox_[2];

@@ -1,7 +1,8 @@
 // JobServices: the job services of this process, as the runtime sees them
 // (NodeServices): the node's clocks (ClockClient) on workers and servers, the
 // scheduler plugins (the clock coordinator, the order plugin, the app's own) on the
-// scheduler. ps::Start installs the one instance in the Postoffice.
+// scheduler. The one instance installs itself in the Postoffice when the library loads
+// (and ps::Start asks for it, to say so where a node starts).
 //
 // Thread safety: Get() from any thread; clocks() from any thread between the node's
 // join and its Finalize (it is null outside, and on the scheduler); the NodeServices
