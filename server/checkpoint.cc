@@ -74,6 +74,8 @@ Status WriteCheckpoint(const std::string& path, const CheckpointData& data) {
   Put(&buf, static_cast<uint64_t>(data.records.size()));
   Put(&buf, static_cast<uint32_t>(data.optimizer.size()));
   buf += data.optimizer;
+  Put(&buf, static_cast<uint32_t>(data.pushes_by_worker.size()));
+  for (uint64_t pushes : data.pushes_by_worker) Put(&buf, pushes);
   for (const CheckpointRecord& r : data.records) {
     if (r.state.size() != r.values.size() * data.state_width) {
       return Status::InvalidArgument("checkpoint record of key " + std::to_string(r.key) +
@@ -157,13 +159,23 @@ Status ReadCheckpoint(const std::string& path, CheckpointData* out) {
   uint32_t version = 0, name_len = 0;
   uint64_t count = 0;
   if (!r.Get(&version)) return corrupt("header is truncated");
-  if (version != 1 && version != CheckpointData::kFormatVersion) {
+  if (version < 1 || version > CheckpointData::kFormatVersion) {
     return corrupt("format version " + std::to_string(version) + " (this build reads " +
                    std::to_string(CheckpointData::kFormatVersion) + ")");
   }
   if (!r.Get(&data.state_width) || !r.Get(&data.pushes_taken) || !r.Get(&count) || !r.Get(&name_len) ||
       !r.GetString(name_len, &data.optimizer)) {
     return corrupt("header is truncated");
+  }
+  if (version >= 3) {
+    uint32_t workers = 0;
+    if (!r.Get(&workers)) return corrupt("header is truncated");
+    // At most PS_NUM_WORKER's bound; a count past the bytes left is a corrupt file.
+    if (workers > (1u << 20)) return corrupt("it names " + std::to_string(workers) + " workers");
+    data.pushes_by_worker.resize(workers);
+    for (uint64_t& pushes : data.pushes_by_worker) {
+      if (!r.Get(&pushes)) return corrupt("the pushes by worker are truncated");
+    }
   }
   for (uint64_t i = 0; i < count; ++i) {
     CheckpointRecord rec;

@@ -4,6 +4,7 @@
 // Layout (host byte order: little-endian on x86-64 and ARM64):
 //   "HERDPSCK"  u32 format version  u32 state width  u64 pushes taken  u64 key count
 //   u32 length + bytes of the optimizer description (OptimizerOptions::ToString)
+//   [format 3 on: u32 worker count W, u64[W] push requests taken from each worker rank]
 //   per key: u64 key  u32 len  i64 steps  u32 chunk (1 + the chunk's index, 0: whole
 //            value; format 2 on)  [if chunk: u64 offset  u64 whole length]
 //            f32[len] values  f32[len * state width] state
@@ -36,12 +37,16 @@ struct CheckpointRecord {
 };
 
 struct CheckpointData {
-  // Written: 2 (records say whether they hold a chunk). Read: 1 and 2.
-  static constexpr uint32_t kFormatVersion = 2;
+  // Written: 3 (push counts by worker). Read: 1 to 3 (2: records say whether they hold
+  // a chunk).
+  static constexpr uint32_t kFormatVersion = 3;
   uint32_t state_width = 0;
   uint64_t pushes_taken = 0;  // progress the server reached (push requests taken)
   std::string optimizer;  // OptimizerOptions::ToString() of the writer
   std::vector<CheckpointRecord> records;
+  // Push requests taken from each worker, by rank (format 3 on; empty before): what a
+  // worker compares with the pushes it saw acknowledged to tell what a restart lost.
+  std::vector<uint64_t> pushes_by_worker;
 };
 
 // Writes data to path atomically. Errors name the file and the failing step.

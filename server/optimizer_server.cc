@@ -83,6 +83,10 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
                 std::to_string(options_.default_length));
   }
   optimizer_ = Optimizer::Create(options_.optimizer);
+  worker_ranks_ = static_cast<size_t>(std::max(Postoffice::Get()->num_workers(), 0));
+  pushes_by_worker_.reset(new std::atomic<uint64_t>[worker_ranks_]);
+  for (size_t r = 0; r < worker_ranks_; ++r) pushes_by_worker_[r].store(0);
+  ApplyCheckpointSettings();
   if (options_.sync_aggregation) {
     const ConsistencyModel& model = Postoffice::Get()->consistency();
     if (model.kind != ConsistencyModel::kBsp) {
@@ -126,6 +130,8 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
       [this](const KVMeta& meta, const KVPairs<float>& data, KVServer<float>*) {
         Handle(meta, data);
       });
+  server_->SimpleApp::set_request_handle(
+      [this](const SimpleData& request, SimpleApp* app) { AnswerSimpleRequest(request, app); });
 }
 
 OptimizerServer::~OptimizerServer() {
@@ -200,7 +206,10 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
     }
   }
   if (meta.pull) req->lens.assign(n, 0);
-  if (meta.push) pushes_taken_.fetch_add(1, std::memory_order_relaxed);
+  if (meta.push) {
+    pushes_taken_.fetch_add(1, std::memory_order_relaxed);
+    CountPush(meta.sender);
+  }
   int threads = static_cast<int>(shards_.size());
   std::vector<int> targets;
   if (threads == 1) {
@@ -283,6 +292,8 @@ void OptimizerServer::Snapshot(CheckpointData* data) {
   // Each shard copies its keys after the work queued before this call, so the file is
   // a consistent cut of every request taken so far.
   data->pushes_taken = pushes_taken_.load();
+  data->pushes_by_worker.resize(worker_ranks_);
+  for (size_t r = 0; r < worker_ranks_; ++r) data->pushes_by_worker[r] = pushes_by_worker_[r].load();
   for (auto& shard : shards_) {
     shard->RunAndWait([&](ShardStore& store) { store.Snapshot(&data->records); });
   }
@@ -337,6 +348,13 @@ Status OptimizerServer::LoadCheckpoint(const std::string& path) {
   }
   if (!failed.ok()) return Status(failed.code(), "checkpoint " + path + ": " + failed.message());
   pushes_taken_.store(data.pushes_taken);
+  for (size_t r = 0; r < worker_ranks_; ++r) {
+    pushes_by_worker_[r].store(r < data.pushes_by_worker.size() ? data.pushes_by_worker[r] : 0);
+  }
+  std::lock_guard<std::mutex> lock(restored_mu_);
+  restored_.checkpoint = path;
+  restored_.pushes_taken = data.pushes_taken;
+  restored_.pushes_by_worker = data.pushes_by_worker;
   return Status::OK();
 }
 

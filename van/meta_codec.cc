@@ -113,6 +113,7 @@ Status EncodeMeta(const Message& msg, const ShmFields& shm, std::string* out) {
     c->set_staleness(m.control.staleness);
     c->set_key_placement(m.control.key_placement);
     c->set_chunk_bytes(m.control.chunk_bytes);
+    c->set_replaces_dead_node(m.control.replaces_dead_node);
     if (!m.control.token.empty()) c->set_token(m.control.token);
     c->set_membership_version(m.control.membership_version);
   }
@@ -342,6 +343,7 @@ Status DecodeMeta(const void* bytes, size_t size, const std::vector<size_t>& fra
     meta->control.staleness = c.staleness();
     meta->control.key_placement = c.key_placement();
     meta->control.chunk_bytes = c.chunk_bytes();
+    meta->control.replaces_dead_node = c.replaces_dead_node();
     if (c.token().size() > kMaxTokenBytes) {
       return Status::InvalidArgument("join token of " + std::to_string(c.token().size()) +
                                      " bytes is over the limit");

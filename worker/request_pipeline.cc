@@ -154,6 +154,8 @@ void RequestPipeline::Process(Message& msg) {
     if (!s.ok()) {
       s = Status(s.code(), "server " + std::to_string(rank) + ": " + s.message());
       if (p.status.ok()) p.status = s;
+    } else if (p.push && !p.question) {
+      CountAck(rank, msg.peer_identity);
     }
     if (--p.remaining == 0) {
       done = std::move(it->second);

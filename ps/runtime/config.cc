@@ -14,6 +14,7 @@ using config_fields::Lookup;
 using config_fields::ParseBool;
 using config_fields::ParseDouble;
 using config_fields::ParseInt;
+using config_fields::ReadCheckpointSettings;
 using config_fields::ReadCurveSettings;
 using config_fields::ReadNodeAddress;
 
@@ -257,7 +258,8 @@ Status Config::FromEnvironment(Config* c, const Getenv& getenv) {
   Config cfg;
   using Reader = Status (*)(const Getenv&, Config*);
   for (Reader read : {ReadJobShape, ReadTransport, ReadNodeAddress, ReadNodeTuning,
-                      ReadDataPath, ReadLiveness, ReadJobPolicy, ReadCurveSettings}) {
+                      ReadDataPath, ReadLiveness, ReadJobPolicy, ReadCurveSettings,
+                      ReadCheckpointSettings}) {
     Status s = read(getenv, &cfg);
     if (!s.ok()) return s;
   }
@@ -277,7 +279,7 @@ const char* const Config::kNames[] = {
     "PS_RESEND_TIMEOUT", "PS_DROP_RATE", "PS_DROP_MSG",
     "PS_DROP_SEED", "PS_CONSISTENCY", "PS_KEY_PLACEMENT", "PS_CHUNK_BYTES", "PS_JOB_TOKEN",
     "PS_SECURE", "PS_CURVE_SECRET_KEY", "PS_CURVE_SECRET_KEY_FILE", "PS_SHM", "PS_SHM_BYTES",
-    "PS_RECEIVE_IN_WAIT",
+    "PS_RECEIVE_IN_WAIT", "PS_CHECKPOINT_DIR", "PS_CHECKPOINT_EVERY",
     nullptr};
 
 }  // namespace ps

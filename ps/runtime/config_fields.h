@@ -30,6 +30,8 @@ Status ParseBool(const char* name, const char* text, bool* out);
 Status ReadNodeAddress(const Getenv& getenv, Config* cfg);
 // PS_SECURE and the job's CURVE key (config_curve.cc).
 Status ReadCurveSettings(const Getenv& getenv, Config* cfg);
+// PS_CHECKPOINT_DIR and PS_CHECKPOINT_EVERY (config_checkpoint.cc).
+Status ReadCheckpointSettings(const Getenv& getenv, Config* cfg);
 
 }  // namespace config_fields
 }  // namespace ps

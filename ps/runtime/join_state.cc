@@ -7,6 +7,7 @@ void JoinState::Reset() {
   joined_ = false;
   error_ = Status::OK();
   gave_up_why_.clear();
+  replaces_dead_node_ = false;
   gave_up_ = false;
 }
 

@@ -39,6 +39,10 @@ class JoinState {
   bool joining() const { return joining_.load(); }
   void set_joining(bool joining) { joining_ = joining; }
 
+  // Whether the node joined a running job in a dead node's place (from the node table).
+  bool replaces_dead_node() const { return replaces_dead_node_.load(); }
+  void set_replaces_dead_node(bool on) { replaces_dead_node_ = on; }
+
   // The node cannot go on: records `why`. False if it had given up already.
   bool GiveUp(const std::string& why);
   bool gave_up() const { return gave_up_.load(std::memory_order_acquire); }
@@ -50,6 +54,7 @@ class JoinState {
   std::condition_variable cv_;
   std::atomic<bool> joined_{false};
   std::atomic<bool> joining_{false};
+  std::atomic<bool> replaces_dead_node_{false};
   Status error_;
   std::string gave_up_why_;
   std::atomic<bool> gave_up_{false};  // !gave_up_why_.empty()

@@ -165,7 +165,9 @@ void Postoffice::InstallMembership(MembershipView view) {
     if (n.alive()) van_->AdmitIdentity(n.identity);
     const Node* before = old->Find(n.id);
     if (n.id == my_node_.id) continue;
-    if (n.alive() && (!before || before->endpoint != n.endpoint ||
+    // A node that is back (a new process in a dead node's place) is connected afresh:
+    // its old connections went when it died.
+    if (n.alive() && (!before || !before->alive() || before->endpoint != n.endpoint ||
                       before->control_endpoint != n.control_endpoint)) {
       Status s = van_->Connect(n.id, n.endpoint, n.control_endpoint);
       if (!s.ok()) LOG(ERROR) << "cannot connect to " << n.DebugString() << ": " << s;

@@ -112,6 +112,7 @@ void Postoffice::HandleJoinReply(const Message& msg) {
     return;
   }
   if (!AcceptJobSettings(msg.meta.control)) return;
+  join_->set_replaces_dead_node(msg.meta.control.replaces_dead_node);
   MembershipView view;
   view.version = msg.meta.control.membership_version;
   view.nodes = msg.meta.control.nodes;

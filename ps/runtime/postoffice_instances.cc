@@ -1,6 +1,7 @@
 // Postoffice: the node's place among the job's workers and keys, as ps-lite apps ask
 // for it: the workers of a process that runs several (ps-lite's Start per customer),
-// the key ranges of ps-lite's placement, and the dead nodes.
+// the key ranges of ps-lite's placement, the dead nodes, and whether this node took a
+// dead one's place.
 #include <glog/logging.h>
 
 #include <mutex>
@@ -33,6 +34,8 @@ std::vector<int> Postoffice::GetDeadNodes(int /*t*/) {
   }
   return dead;
 }
+
+bool Postoffice::is_recovery() const { return join_->replaces_dead_node(); }
 
 void Postoffice::SendJoins() {
   std::vector<Node> nodes = {my_node_};

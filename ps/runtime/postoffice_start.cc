@@ -94,7 +94,13 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
       FinishJoin();
     }
   }
-  if (do_barrier) Barrier(customer_id, kScheduler + kServerGroup + kWorkerGroup);
+  if (do_barrier && join_->replaces_dead_node()) {
+    // The others passed the start barrier long ago; waiting in it would wait forever.
+    LOG(INFO) << "joined the running job as " << RoleName(my_node_.role) << " " << my_node_.rank
+              << ", in a dead node's place: no start barrier";
+  } else if (do_barrier) {
+    Barrier(customer_id, kScheduler + kServerGroup + kWorkerGroup);
+  }
   // The apps of this node can start serving from now on: a request held for one of them
   // gets its grace from here (a Start barrier whose release is lost a few times takes
   // seconds, during which requests from nodes already past it arrive).

@@ -132,12 +132,13 @@ void SchedulerRole::HandleJoin(const Message& msg) {
     for (const Node& n : view_.nodes) {
       if (n.endpoint == node.endpoint && n.identity == node.identity &&
           n.instance == node.instance) {
-        if (n.alive()) SendTable(n);  // our reply was lost: send it again
+        // Our reply was lost: send it again.
+        if (n.alive()) SendTable(n, replacements_.count(n.id) > 0);
         return;
       }
     }
-    Refuse(node, "the job already has its " + std::to_string(config_.num_workers) +
-                     " workers and " + std::to_string(config_.num_servers) + " servers");
+    std::string why;
+    if (!AdmitReplacement(node, &why)) Refuse(node, why);
     return;
   }
   int same_role = 0;
@@ -229,9 +230,10 @@ void SchedulerRole::AssignAndBroadcast() {
   joining_.clear();
 }
 
-void SchedulerRole::SendTable(const Node& node) {
+void SchedulerRole::SendTable(const Node& node, bool replaces_dead_node) {
   Message reply;
   reply.meta.control.cmd = Control::kAddNode;
+  reply.meta.control.replaces_dead_node = replaces_dead_node;
   reply.meta.control.nodes = view_.nodes;
   reply.meta.control.membership_version = view_.version;
   // The job's consistency model comes with the table, so no node can disagree.
@@ -327,11 +329,15 @@ void SchedulerRole::MarkGone(int id, Node::State state) {
   // Once the scheduler is finalizing, everyone is leaving: nobody needs the news.
   if (!postoffice_->finalizing_) Broadcast();
   ReleaseCompleteBarriers();
+  const Node* gone = view_.Find(id);
+  if (state == Node::kDead && gone && gone->role == Node::kServerRole && !postoffice_->finalizing_) {
+    AdmitParkedReplacement(gone->rank);
+  }
 }
 
-void SchedulerRole::Broadcast() {
+void SchedulerRole::Broadcast(int except_id) {
   for (const Node& n : view_.nodes) {
-    if (n.id == self_.id || !n.alive()) continue;
+    if (n.id == self_.id || n.id == except_id || !n.alive()) continue;
     Message update;
     update.meta.control.cmd = Control::kMembership;
     update.meta.control.nodes = view_.nodes;

@@ -1,7 +1,8 @@
 // SchedulerRole: what the scheduler node does for the job. It admits nodes (with the
 // job's token, refusing surplus ones at once), assigns their ids and ranks, owns the
-// membership (declares silent nodes dead, records nodes that leave, broadcasts every
-// change) and releases barriers among the live members of a group.
+// membership (declares silent nodes dead, records nodes that leave, lets a new server
+// take a dead server's place, broadcasts every change) and releases barriers among the
+// live members of a group.
 //
 // Thread safety: used only on the scheduler's control loop (EventLoop) thread, except
 // Heard (any thread).
@@ -51,7 +52,16 @@ class SchedulerRole {
   void HandleJoin(const Message& msg);
   void Refuse(const Node& node, const std::string& why);
   void AssignAndBroadcast();
-  void SendTable(const Node& node);
+  // A server that joins a complete job takes the place of a dead server: the one of its
+  // PS_RANK, else the lowest dead rank. It gets that server's id and rank (so its keys)
+  // with its own endpoints and identity, under a new membership version that every
+  // node hears of (scheduler_replacement.cc). One whose PS_RANK names a server not yet
+  // declared dead waits (parked) until it is. False, with nothing changed and *why
+  // saying what to tell the node, when there is no such place.
+  bool AdmitReplacement(const Node& node, std::string* why);
+  // Server `rank` was declared dead: a replacement waiting for its place takes it.
+  void AdmitParkedReplacement(int rank);
+  void SendTable(const Node& node, bool replaces_dead_node = false);
   void HandleHeartbeat(const Message& msg);
   void HandleBarrier(const Message& msg);
   // Releases every pending barrier whose live members have all arrived.
@@ -60,7 +70,8 @@ class SchedulerRole {
   void LogProgress();
   // Marks a node dead or left, publishes and broadcasts the new membership.
   void MarkGone(int id, Node::State state);
-  void Broadcast();
+  // Sends the membership to every live node but the scheduler and `except_id`.
+  void Broadcast(int except_id = kEmpty);
 
   Postoffice* postoffice_;
   Config config_;
@@ -79,6 +90,8 @@ class SchedulerRole {
   int64_t last_check_ns_ = 0;  // CheckLiveness's previous run
   // Entries of each (group, customer_id) barrier not released yet.
   std::map<std::pair<int, int>, PendingBarrier> barriers_;
+  std::set<int> replacements_;  // ids whose current node took a dead node's place
+  std::map<int, Node> parked_;  // by rank: a replacement waiting for that server's death
   int refusal_slot_ = 0;  // cycles the temporary ids used to answer refused joins
   LogLimiter refusal_log_;
 };

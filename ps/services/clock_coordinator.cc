@@ -12,6 +12,9 @@ namespace ps {
 
 void ClockCoordinator::OnStart(PluginContext* ctx) {
   for (int id : ctx->membership().Ids(kWorkerGroup, /*alive_only=*/true)) workers_[id];
+  for (const Node& n : ctx->membership().nodes) {
+    if (n.role == Node::kServerRole) server_identity_[n.id] = n.identity;
+  }
   LOG(INFO) << "consistency " << model_.ToString() << ": clocks of " << workers_.size()
             << " workers coordinated by the scheduler";
   Update(ctx->membership(), ctx);
@@ -55,6 +58,15 @@ void ClockCoordinator::OnRequest(const SimpleData& request, PluginContext* ctx) 
 
 void ClockCoordinator::OnMembershipChange(const MembershipView& view, PluginContext* ctx) {
   Update(view, ctx);
+  // A server that took a dead one's place has heard of no minimum: it gets the current
+  // one (synchronous aggregation checks requests' clocks against it).
+  for (const Node& n : view.nodes) {
+    if (n.role != Node::kServerRole || !n.alive()) continue;
+    std::string& known = server_identity_[n.id];
+    if (known == n.identity) continue;
+    known = n.identity;
+    if (minimum_ > 0) ctx->Notify(n.id, kClockMinimum, std::to_string(minimum_));
+  }
 }
 
 void ClockCoordinator::Update(const MembershipView& view, PluginContext* ctx) {

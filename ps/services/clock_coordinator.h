@@ -3,7 +3,8 @@
 // finished, and pushes every new minimum to all workers and servers; a worker that
 // ends a clock is answered at once with the minimum and waits (in its ClockClient)
 // until the minimum lets it go on. Workers that die, leave or finish stop counting,
-// so nobody waits for them.
+// so nobody waits for them. A server that takes a dead one's place gets the current
+// minimum when it joins.
 //
 // Threading: a SchedulerPlugin (one call at a time, on its own thread).
 #ifndef HERDPS_PS_CLOCK_COORDINATOR_H_
@@ -11,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 
 #include "ps/consistency.h"
 #include "ps/scheduler_plugin.h"
@@ -36,6 +38,7 @@ class ClockCoordinator : public SchedulerPlugin {
   const ConsistencyModel model_;
   std::map<int, WorkerClock> workers_;  // by node id
   int64_t minimum_ = 0;
+  std::map<int, std::string> server_identity_;  // by node id: the process it last knew
 };
 
 }  // namespace ps

@@ -59,6 +59,17 @@ void SimpleApp::set_response_handle(const Handle& response_handle) {
 }
 
 int SimpleApp::Request(int req_head, const std::string& req_body, int recv_id) {
+  return Send(req_head, req_body, recv_id, nullptr);
+}
+
+int SimpleApp::RequestAnswers(int req_head, const std::string& req_body, int recv_id,
+                              std::shared_ptr<std::vector<SimpleData>> answers) {
+  if (!answers) throw Error("SimpleApp::RequestAnswers: no vector for the answers");
+  return Send(req_head, req_body, recv_id, std::move(answers));
+}
+
+int SimpleApp::Send(int req_head, const std::string& req_body, int recv_id,
+                    std::shared_ptr<std::vector<SimpleData>> answers) {
   Postoffice* po = Postoffice::Get();
   std::vector<int> recipients = po->GetNodeIDs(recv_id);
   uint64_t id = 0;
@@ -70,7 +81,8 @@ int SimpleApp::Request(int req_head, const std::string& req_body, int recv_id) {
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    pending_[id] = Pending{ts, std::set<int>(recipients.begin(), recipients.end()), Status()};
+    pending_[id] = Pending{ts, std::set<int>(recipients.begin(), recipients.end()), Status(),
+                           std::move(answers)};
   }
   for (int to : recipients) {
     Message msg;
@@ -171,7 +183,11 @@ void SimpleApp::Process(Message& msg) {
     auto it = pending_.find(meta.request_id);
     if (it == pending_.end() || !it->second.waiting.erase(meta.sender)) return;
     if (!data.status.ok() && it->second.status.ok()) it->second.status = data.status;
-    handle = response_handle_;
+    if (it->second.answers) {
+      it->second.answers->push_back(data);
+    } else {
+      handle = response_handle_;
+    }
     ts = it->second.timestamp;
     if (it->second.waiting.empty()) {
       finished = true;
@@ -179,7 +195,7 @@ void SimpleApp::Process(Message& msg) {
       pending_.erase(it);
     }
   }
-  handle(data, this);
+  if (handle) handle(data, this);
   if (finished) customer_->FinishRequest(ts, status);
 }
 

@@ -11,7 +11,7 @@
 //
 // Properties: nothing crashes or reads outside the file; a file ReadCheckpoint accepts
 // has records whose state and chunks fit the header; written back (WriteCheckpoint), it
-// reads back the same, and a format 2 file is written back byte for byte; restoring it
+// reads back the same, and a file of the current format is written back byte for byte; restoring it
 // either fails with a Status or leaves a store that snapshots to the records restored.
 #include <unistd.h>
 
@@ -58,7 +58,8 @@ std::string ReadFile(const std::string& path) {
 
 bool SameRecords(const ps::CheckpointData& a, const ps::CheckpointData& b) {
   if (a.state_width != b.state_width || a.pushes_taken != b.pushes_taken ||
-      a.optimizer != b.optimizer || a.records.size() != b.records.size()) {
+      a.optimizer != b.optimizer || a.pushes_by_worker != b.pushes_by_worker ||
+      a.records.size() != b.records.size()) {
     return false;
   }
   for (size_t i = 0; i < a.records.size(); ++i) {

@@ -47,3 +47,19 @@ add_test(NAME integration.data_before_the_node_table_never_runs_a_handle_on_the_
 set_tests_properties(
   integration.data_before_the_node_table_never_runs_a_handle_on_the_control_loop
   PROPERTIES TIMEOUT 300)
+
+# The restart path without replication: a killed server replaced by a new process with
+# its rank, which resumes from its checkpoint (or starts empty), started by hand or by
+# tracker/launch --restart-failed; the workers' report of what the restart lost matches
+# the final values (server_restart_test.py).
+herdps_node_test_app(server_restart_app server_restart_app.cc)
+foreach(how from_checkpoint empty)
+  add_test(NAME integration.server_restart_${how}
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server_restart_test.py ${how}
+            $<TARGET_FILE:server_restart_app>)
+  set_tests_properties(integration.server_restart_${how} PROPERTIES TIMEOUT 150)
+endforeach()
+add_test(NAME integration.server_restart_by_the_launcher
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server_restart_test.py launcher
+          $<TARGET_FILE:server_restart_app> ${LAUNCH})
+set_tests_properties(integration.server_restart_by_the_launcher PROPERTIES TIMEOUT 150)

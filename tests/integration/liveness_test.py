@@ -86,6 +86,7 @@ class Process:
         self.name = name
         self.log_path = os.path.join(logdir, name.replace(" ", "_") + ".log")
         self.log = open(self.log_path, "wb")
+        self.cmd, self.env = cmd, env  # to start the same node again
         self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
         self.exited_at = None  # time.time() when first seen exited
@@ -119,9 +120,15 @@ def run_by_hand_test(run, hows, doc):
         print(doc, file=sys.stderr)
         return 2
     how, app = sys.argv[1], os.path.realpath(sys.argv[2])
+    return run_checks(lambda failures: run(how, app, failures))
+
+
+def run_checks(check):
+    """Runs check(failures), an AssertionError counting as one more failure; prints
+    every failure and returns the exit status."""
     failures = Failures()
     try:
-        run(how, app, failures)
+        check(failures)
     except AssertionError as e:
         failures.append(str(e))
     for what in failures:
@@ -157,10 +164,12 @@ class Job:
         self.procs = []
         return self
 
-    def launch(self, app, launcher, workers, servers, app_args, timeout_s, env=None):
-        """Under the launcher, with the short HEARTBEATS unless env (a dict) is given."""
+    def launch(self, app, launcher, workers, servers, app_args, timeout_s, env=None,
+               options=()):
+        """Under the launcher, with the short HEARTBEATS unless env (a dict) is given,
+        and the launcher's `options`."""
         cmd = [sys.executable, launcher, "-n", str(workers), "-s", str(servers),
-               "--timeout", str(timeout_s)]
+               "--timeout", str(timeout_s), *options]
         for k, v in (HEARTBEATS if env is None else env).items():
             cmd += ["--env", f"{k}={v}"]
         cmd += ["--", app, f"--marker={self.marker}", *app_args]

@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
 """README's main job (tracker/launch -n 4 -s 2 -- apps/linear ...) prints its lines in
 the order README's sample shows: worker 0's "training on" line, every worker's
-"training rows" line before the job's second epoch, the epochs in order, then worker
-0's final figures and every worker's throughput line. Each worker prints its rows
-line before the epoch's closing barrier; before the launcher gave nodes a terminal,
-workers 1.. printed it only when they exited, after worker 0's last line.
+"training rows" line well before worker 0's final figures (the rows come in the first
+epoch, the final figures 30 epochs later), the epochs in order, then worker 0's final
+figures and its throughput line, and every worker's throughput line. Before the
+launcher gave nodes a terminal, workers 1.. printed their rows only when they exited,
+after worker 0's last line.
+
+Lines of different nodes are read by different threads of the launcher, so on a busy
+machine one node's line may come a few epochs (tens of milliseconds each) after another
+node's later one: the test checks the order across nodes only where the margin is the
+whole run, and the order of each node's own lines exactly.
 
 Usage: readme_output_order_test.py LAUNCHER LINEAR
 """
@@ -48,13 +54,12 @@ def main():
         if not training_on < rows[0]:
             problems.append("worker 0's rows line came before its 'training on' line")
         for w, i in enumerate(rows):
-            if i > epochs[1]:
-                problems.append(f"worker {w}'s rows line came after worker 0's epoch 2 line")
-        if not epochs[0] < epochs[1] < epochs[2] < final:
-            problems.append("the epoch lines and the final line are out of order")
-        for w, i in enumerate(throughput):
-            if i < epochs[2]:
-                problems.append(f"worker {w}'s throughput line came before the last epoch")
+            if i > final:
+                problems.append(f"worker {w}'s rows line came after worker 0's final line")
+            if i > throughput[w]:
+                problems.append(f"worker {w}'s rows line came after its throughput line")
+        if not epochs[0] < epochs[1] < epochs[2] < final < throughput[0]:
+            problems.append("worker 0's epoch, final and throughput lines are out of order")
     for p in problems:
         print(f"FAILED: {p}")
     if problems:

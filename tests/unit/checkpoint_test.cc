@@ -81,6 +81,7 @@ void ExpectIdentical(const CheckpointData& want, const CheckpointData& got) {
   EXPECT_EQ(got.state_width, want.state_width);
   EXPECT_EQ(got.pushes_taken, want.pushes_taken);
   EXPECT_EQ(got.optimizer, want.optimizer);
+  EXPECT_EQ(got.pushes_by_worker, want.pushes_by_worker);
   ASSERT_EQ(got.records.size(), want.records.size());
   for (size_t i = 0; i < want.records.size(); ++i) {
     SCOPED_TRACE("record " + std::to_string(i));
@@ -100,6 +101,7 @@ CheckpointData RandomData(uint32_t state_width, uint32_t seed) {
   d.state_width = state_width;
   d.pushes_taken = 0x0123456789abcdefULL + seed;
   d.optimizer = "adam lr=0.001 beta1=0.9 beta2=0.999 eps=1e-08";
+  d.pushes_by_worker = {seed, 0, ~uint64_t{0}};
   const size_t lengths[] = {1, 0, 17, 9, 1000};
   const Key keys[] = {0, 7, 1ULL << 40, 12345, kMaxKey};
   for (size_t i = 0; i < std::size(lengths); ++i) {
@@ -125,12 +127,14 @@ CheckpointData SmallData() {
           "sgd",
           {{3, 5, {1.5f, -2.0f}, {0.25f, 0.5f}},
            {9, 1, {7.0f}, {-1.0f}},
-           {9, 2, {8.0f}, {-2.0f}, /*chunk=*/1, /*chunk_offset=*/1, /*value_len=*/2}}};
+           {9, 2, {8.0f}, {-2.0f}, /*chunk=*/1, /*chunk_offset=*/1, /*value_len=*/2}},
+          /*pushes_by_worker=*/{40, 2}};
 }
 
 // What the caller's struct holds before a failing read; it must survive the failure.
 CheckpointData Sentinel() {
-  return {/*state_width=*/2, /*pushes_taken=*/777, "sentinel", {{0xdeadbeef, 11, {123.0f}, {4.0f, 5.0f}}}};
+  return {/*state_width=*/2, /*pushes_taken=*/777, "sentinel", {{0xdeadbeef, 11, {123.0f}, {4.0f, 5.0f}}},
+          /*pushes_by_worker=*/{3}};
 }
 
 class CheckpointTest : public ::testing::Test {
@@ -299,6 +303,7 @@ namespace {
 // Format 1 (before chunks): the same records without the chunk field.
 TEST_F(CheckpointTest, FormatOneFilesStillRead) {
   CheckpointData written = RandomData(1, 7);
+  written.pushes_by_worker.clear();  // format 3 on
   for (auto& r : written.records) r.chunk = -1, r.chunk_offset = r.value_len = 0;
   // Build the format-1 bytes by hand: header, records without the u32 chunk field.
   std::string buf("HERDPSCK", 8);
@@ -321,6 +326,25 @@ TEST_F(CheckpointTest, FormatOneFilesStillRead) {
   put(h);
   std::string path = PathOf("v1");
   std::ofstream(path, std::ios::binary) << buf;
+  CheckpointData read = Sentinel();
+  Status s = ReadCheckpoint(path, &read);
+  ASSERT_TRUE(s.ok()) << s;
+  ExpectIdentical(written, read);
+}
+
+// Format 2 (before the push counts by worker): the same file without their count.
+TEST_F(CheckpointTest, FormatTwoFilesStillRead) {
+  CheckpointData written = RandomData(2, 9);
+  written.pushes_by_worker.clear();
+  std::string path = PathOf("v2");
+  ASSERT_TRUE(WriteCheckpoint(path, written).ok());
+  std::string bytes = Slurp(path);
+  const size_t name_end = kCountOffset + 8 + 4 + written.optimizer.size();
+  bytes.erase(name_end, 4);  // the u32 worker count (0)
+  const uint32_t two = 2;
+  std::memcpy(&bytes[kVersionOffset], &two, 4);
+  Reseal(&bytes);
+  Spill(path, bytes);
   CheckpointData read = Sentinel();
   Status s = ReadCheckpoint(path, &read);
   ASSERT_TRUE(s.ok()) << s;

@@ -607,5 +607,64 @@ TEST(Config, ReceiveInWaitDefaultsOnIsReadAndRefusesGarbage) {
   EXPECT_TRUE(Contains(s, "PS_RECEIVE_IN_WAIT")) << s.ToString();
 }
 
+TEST(Config, CheckpointsAreOffUnlessAFolderIsNamed) {
+  Config c;
+  ASSERT_TRUE(Load(RequiredEnv(), &c).ok());
+  EXPECT_TRUE(c.checkpoint_dir.empty());
+  EXPECT_EQ(c.checkpoint_every_seconds, 0);
+  EXPECT_EQ(c.checkpoint_every_pushes, 0u);
+}
+
+TEST(Config, ACheckpointFolderAloneSavesEveryMinute) {
+  Env env = RequiredEnv();
+  env["PS_CHECKPOINT_DIR"] = "/tmp/ckpt";
+  Config c;
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_EQ(c.checkpoint_dir, "/tmp/ckpt");
+  EXPECT_EQ(c.checkpoint_every_seconds, Config::kDefaultCheckpointSeconds);
+  EXPECT_EQ(c.checkpoint_every_pushes, 0u);
+}
+
+TEST(Config, CheckpointEveryTakesSecondsPushesOrBoth) {
+  struct Case {
+    const char* text;
+    double seconds;
+    uint64_t pushes;
+  };
+  for (Case k : {Case{"30", 30, 0}, Case{"2.5s", 2.5, 0}, Case{"1000pushes", 0, 1000},
+                 Case{"10s,500pushes", 10, 500}, Case{"500pushes,10", 10, 500}}) {
+    Env env = RequiredEnv();
+    env["PS_CHECKPOINT_DIR"] = "ckpt";
+    env["PS_CHECKPOINT_EVERY"] = k.text;
+    Config c;
+    Status s = Load(env, &c);
+    ASSERT_TRUE(s.ok()) << k.text << ": " << s.ToString();
+    EXPECT_EQ(c.checkpoint_every_seconds, k.seconds) << k.text;
+    EXPECT_EQ(c.checkpoint_every_pushes, k.pushes) << k.text;
+  }
+}
+
+TEST(Config, BadCheckpointSettingsAreRefusedSayingWhy) {
+  struct Bad {
+    const char* dir;  // null: unset
+    const char* every;
+    const char* expected;
+  };
+  for (Bad b : {Bad{nullptr, "60s", "PS_CHECKPOINT_DIR is not"},
+                Bad{"ckpt", "0", "PS_CHECKPOINT_EVERY"}, Bad{"ckpt", "-5s", "PS_CHECKPOINT_EVERY"},
+                Bad{"ckpt", "soon", "PS_CHECKPOINT_EVERY"},
+                Bad{"ckpt", "0pushes", "PS_CHECKPOINT_EVERY"},
+                Bad{"ckpt", "10s,,5pushes", "empty term"},
+                Bad{"ckpt", "1.5pushes", "PS_CHECKPOINT_EVERY"}}) {
+    Env env = RequiredEnv();
+    if (b.dir) env["PS_CHECKPOINT_DIR"] = b.dir;
+    env["PS_CHECKPOINT_EVERY"] = b.every;
+    Config c;
+    Status s = Load(env, &c);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << b.every;
+    EXPECT_TRUE(Contains(s, b.expected)) << b.every << ": " << s.ToString();
+  }
+}
+
 }  // namespace
 }  // namespace ps

@@ -389,12 +389,23 @@ TEST(MetaCodec, ControlPlaneFieldsSurviveTheRoundTrip) {
   EXPECT_EQ(out.control.consistency, in.control.consistency);
   EXPECT_EQ(out.control.staleness, in.control.staleness);
   EXPECT_EQ(out.control.token, in.control.token);
+  EXPECT_FALSE(out.control.replaces_dead_node);
   ASSERT_EQ(out.control.nodes.size(), in.control.nodes.size());
   for (size_t i = 0; i < in.control.nodes.size(); ++i) {
     EXPECT_EQ(out.control.nodes[i].id, in.control.nodes[i].id);
     EXPECT_EQ(out.control.nodes[i].identity, in.control.nodes[i].identity);
     EXPECT_EQ(out.control.nodes[i].state, in.control.nodes[i].state);
   }
+}
+
+TEST(MetaCodec, AJoinAnswerSaysWhetherTheNodeReplacesADeadOne) {
+  Message msg = ControlPlaneMessage();
+  msg.meta.control.cmd = Control::kAddNode;
+  msg.meta.control.replaces_dead_node = true;
+  Meta out;
+  Status s = Decode(Encode(msg), {}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_TRUE(out.control.replaces_dead_node);
 }
 
 TEST(MetaCodec, ALeaveCarriesItsSenderAndNoNodes) {

@@ -77,7 +77,10 @@ struct OptimizerServerOptions {
 
   // Checkpoints go to <checkpoint_dir>/server-<rank>.ckpt. With a directory set, a
   // server that finds its file there at start resumes from it (unless resume is
-  // false), and saves periodically when either interval is non-zero.
+  // false), and saves periodically when either interval is non-zero. Left empty, the
+  // job's PS_CHECKPOINT_DIR and PS_CHECKPOINT_EVERY fill the folder and, when both
+  // intervals here are 0, the intervals (docs/fault-tolerance.md). The constructor
+  // makes the folder; one it cannot make is an error.
   std::string checkpoint_dir;
   bool resume = true;
   double checkpoint_every_seconds = 0;
@@ -116,6 +119,17 @@ class OptimizerServer {
   // <checkpoint_dir>/server-<rank>.ckpt
   std::string CheckpointPath() const;
 
+  // What the server resumed from at its start (or LoadCheckpoint last restored): the
+  // file, empty when it started empty, and the push requests of each worker (by rank)
+  // the restored state holds. A worker reads its own count with KVWorker::Restarts,
+  // which asks this server (ps/internal/restore_report.h). Thread-safe.
+  struct Restored {
+    std::string checkpoint;
+    uint64_t pushes_taken = 0;
+    std::vector<uint64_t> pushes_by_worker;
+  };
+  Restored restored() const;
+
   // Which shard of `threads` owns `key`.
   static int ShardOf(Key key, int threads);
   // The shard of chunk `chunk` of key (-1: the whole key). Chunk 0 shares the key's
@@ -137,6 +151,11 @@ class OptimizerServer {
   void EndPart(Request* request, const Status& status);
   void Finish(Request* request);
   void MaybeCheckpoint();
+  // Fills unset checkpoint options from the job's settings and makes the folder.
+  void ApplyCheckpointSettings();
+  // The SimpleApp request handle of the server: answers restore reports.
+  void AnswerSimpleRequest(const SimpleData& request, SimpleApp* app);
+  void CountPush(int sender);
   // Copies every shard's state, after the work queued before the call.
   void Snapshot(CheckpointData* data);
 
@@ -145,6 +164,12 @@ class OptimizerServer {
   std::vector<std::unique_ptr<ShardThread>> shards_;
   std::atomic<uint64_t> answered_{0};
   std::atomic<uint64_t> pushes_taken_{0};
+  // Push requests taken from each worker rank (PS_NUM_WORKER of them), restored from a
+  // checkpoint like pushes_taken_.
+  std::unique_ptr<std::atomic<uint64_t>[]> pushes_by_worker_;
+  size_t worker_ranks_ = 0;
+  mutable std::mutex restored_mu_;
+  Restored restored_;  // under restored_mu_
   int clock_listener_ = -1;  // sync_aggregation: closes rounds as the clocks move
   // sync_aggregation: the newest minimum whose rounds every shard has been asked to
   // close (set by the listener, read by Handle to check clocks).

@@ -55,6 +55,7 @@
 #include "ps/internal/key_partition.h"
 #include "ps/internal/postoffice.h"
 #include "ps/internal/request_pipeline.h"
+#include "ps/internal/server_restarts.h"
 #include "ps/kv_pairs.h"
 #include "ps/range.h"
 #include "ps/sarray.h"
@@ -192,6 +193,16 @@ class KVWorker : public SimpleApp {
     if (!clocks) throw Error("FinishClocks called before ps::Start or on the scheduler");
     return clocks->Finish();
   }
+
+  // Servers that died and came back as a new process since the last call (a server
+  // that took a dead one's place: docs/fault-tolerance.md), each with what the restart
+  // lost of this KVWorker's pushes: those the dead process acknowledged against those
+  // the new one's state holds (ps/server_restart.h). Asks each such server (an
+  // OptimizerServer answers; other apps' servers report Unimplemented) and blocks for
+  // the answers. A server reported here is reported again only after another restart.
+  // Call it where the app can stop and look, e.g. after a request failed with
+  // Unavailable and before retrying it, or at the end of an epoch.
+  std::vector<ServerRestart> Restarts() { return AskServerRestarts(this, pipeline_.get()); }
 
   // ps-lite's slicer: how a request's keys are split over the servers. sliced->at(i)
   // is (whether server i gets a part, the part); the part's keys must be a subset of

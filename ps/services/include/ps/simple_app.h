@@ -26,6 +26,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "ps/internal/customer.h"
 #include "ps/internal/log_limiter.h"
@@ -62,6 +63,11 @@ class SimpleApp {
   // kWorkerGroup, or a sum of them; its live members). Returns the timestamp to Wait
   // on. A recipient that cannot be reached fails the request at once.
   virtual int Request(int req_head, const std::string& req_body, int recv_id);
+  // Like Request, but the answers are the caller's: each recipient's (failures too)
+  // is appended to *answers, in arrival order, instead of going to the response
+  // handle. Read it once Wait(timestamp) returned; the app keeps it alive till then.
+  int RequestAnswers(int req_head, const std::string& req_body, int recv_id,
+                     std::shared_ptr<std::vector<SimpleData>> answers);
   // Blocks until the request finished; OK, or the first failure.
   virtual Status Wait(int timestamp);
   // Answers a request received by the request handle, once.
@@ -95,7 +101,10 @@ class SimpleApp {
     int timestamp;
     std::set<int> waiting;  // node ids that have not answered
     Status status;
+    std::shared_ptr<std::vector<SimpleData>> answers;  // RequestAnswers: the caller's
   };
+  int Send(int req_head, const std::string& req_body, int recv_id,
+           std::shared_ptr<std::vector<SimpleData>> answers);
   void Process(Message& msg);
   void Abort(int timestamp, uint64_t request_id, const Status& status);
   void Answer(const SimpleData& req, const std::string& body, const Status& status);

@@ -122,6 +122,16 @@ class RequestPipeline {
   uint64_t dropped_answers() const { return dropped_answers_.load(); }
   uint64_t stale_answers() const { return stale_answers_.load(); }
 
+  // Servers that answer from a new process (a replacement, docs/fault-tolerance.md):
+  // the ranks whose process in `identities` (by rank; empty: not live) or whose last
+  // acknowledging process differs from the one that acknowledged this worker's pushes
+  // before, each with the pushes that earlier process acknowledged. Each restart is
+  // returned once, until Restored is called for it.
+  std::vector<std::pair<int, uint64_t>> RestartedServers(const std::vector<std::string>& identities);
+  // The new process of server `rank` holds `kept` of this worker's pushes: its count
+  // goes on from there.
+  void Restored(int rank, uint64_t kept);
+
  private:
   struct Part;
   struct Pending;
@@ -203,6 +213,17 @@ class RequestPipeline {
   // Read without mu_ on the hot path: a request that sees an answer is planned by it
   // at once, so no request waits once the answer is known.
   std::atomic<ChunkSupport> chunk_support_{ChunkSupport::kUnknown};
+
+  // Push requests acknowledged per server rank, by the process that acknowledged them
+  // (the connection's identity). Under mu_.
+  struct ServerAcks {
+    std::string identity;
+    uint64_t acked = 0;
+    bool restarted = false;  // a new process took over; `before` is the old one's count
+    uint64_t before = 0;
+  };
+  void CountAck(int rank, const std::string& identity);
+  std::vector<ServerAcks> acks_;
 
   mutable std::mutex counters_mu_;
   Counters counters_;

@@ -100,6 +100,15 @@ struct Config {
   static constexpr uint64_t kMinChunkBytes = 1024;
   uint64_t chunk_bytes = kDefaultChunkBytes;
   bool chunk_bytes_set = false;
+  // PS_CHECKPOINT_DIR: where an OptimizerServer whose options name no folder writes
+  // <dir>/server-<rank>.ckpt and resumes from it (docs/fault-tolerance.md). Empty: no
+  // checkpoints. PS_CHECKPOINT_EVERY: when, as comma-separated terms "<seconds>[s]" and
+  // "<count>pushes" (whichever comes first); with a folder but no interval, every
+  // kDefaultCheckpointSeconds.
+  static constexpr double kDefaultCheckpointSeconds = 60;
+  std::string checkpoint_dir;
+  double checkpoint_every_seconds = 0;
+  uint64_t checkpoint_every_pushes = 0;
 
   // Fills `config` from `getenv`. Each PS_* name also accepts its ps-lite alias
   // (DMLC_ROLE, DMLC_NUM_WORKER, DMLC_NUM_SERVER, DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT,

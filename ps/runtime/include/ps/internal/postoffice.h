@@ -155,9 +155,10 @@ class Postoffice {
   // The job's chunk size (PS_CHUNK_BYTES as the scheduler has it): values longer than
   // this travel and are stored in chunks; 0: whole. Set once the node has joined.
   uint64_t chunk_bytes() const { return chunk_bytes_; }
-  // Whether this node replaces a dead one (ps-lite's recovery). HerdPS does not
-  // replace dead nodes yet: always false.
-  bool is_recovery() const { return false; }
+  // Whether this node took a dead node's place in a running job (ps-lite's recovery):
+  // a server that joined after the job formed, given a dead server's id and rank
+  // (docs/fault-tolerance.md). Its Start skips the start barrier. Set once it joined.
+  bool is_recovery() const;
   // Ids of the nodes declared dead. `t` (ps-lite's heartbeat age in seconds) is not
   // used: the scheduler's PS_HEARTBEAT_TIMEOUT decides who is dead.
   std::vector<int> GetDeadNodes(int t = 60);

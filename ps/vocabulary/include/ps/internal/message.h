@@ -82,6 +82,9 @@ struct Control {
   int staleness = 0;
   int key_placement = 0;  // ConsistentHashRing::Placement
   uint64_t chunk_bytes = 0;  // the job's chunk size (PS_CHUNK_BYTES)
+  // kAddNode answer: the node takes a dead node's place (its id and rank) in a job that
+  // is running, whose start barrier the others passed long ago.
+  bool replaces_dead_node = false;
   std::string token;     // kAddNode request: the job token
   uint64_t membership_version = 0;
   bool empty() const { return cmd == kData; }

@@ -1,0 +1,87 @@
+// A new server in the place of a dead one (SchedulerRole::AdmitReplacement): the
+// restart path of a job without replication (docs/fault-tolerance.md).
+#include <glog/logging.h>
+
+#include <string>
+
+#include "ps/internal/postoffice.h"
+#include "scheduler_role.h"
+
+namespace ps {
+
+bool SchedulerRole::AdmitReplacement(const Node& joining, std::string* why) {
+  const std::string full = "the job already has its " + std::to_string(config_.num_workers) +
+                           " workers and " + std::to_string(config_.num_servers) + " servers";
+  if (joining.role != Node::kServerRole) {
+    *why = full + " (only a server can take a dead node's place)";
+    return false;
+  }
+  if (joining.instance > 0) {
+    *why = "only a worker process may run several workers";
+    return false;
+  }
+  Node* slot = nullptr;
+  for (Node& n : view_.nodes) {
+    if (n.role != Node::kServerRole || n.state != Node::kDead) continue;
+    if (joining.rank_hint >= 0 && n.rank != joining.rank_hint) continue;
+    if (!slot || n.rank < slot->rank) slot = &n;
+  }
+  if (!slot && joining.rank_hint >= 0) {
+    for (const Node& n : view_.nodes) {
+      if (n.role != Node::kServerRole || n.rank != joining.rank_hint || !n.alive()) continue;
+      // The process it replaces is gone but not declared dead yet (a launcher or an
+      // operator restarts a server as soon as it exits): it joins when that happens.
+      auto parked = parked_.find(n.rank);
+      if (parked == parked_.end() || parked->second.identity != joining.identity) {
+        LOG(INFO) << "a new server " << n.rank << " at " << joining.endpoint << " waits to take "
+                  << "server " << n.rank << "'s place until that one is declared dead (silent "
+                  << "for PS_HEARTBEAT_TIMEOUT=" << SecondsText(config_.heartbeat_timeout_s)
+                  << " s)";
+      }
+      parked_[n.rank] = joining;
+      return true;
+    }
+  }
+  if (!slot) {
+    *why = joining.rank_hint >= 0
+               ? full + " and server " + std::to_string(joining.rank_hint) +
+                     " (its PS_RANK) is not dead: a new server can only take a dead "
+                     "server's place"
+               : full + " and none of them is dead";
+    return false;
+  }
+  parked_.erase(slot->rank);
+  Node& n = *slot;
+  n.host = joining.host;
+  n.port = joining.port;
+  n.endpoint = joining.endpoint;
+  n.control_endpoint = joining.control_endpoint;
+  n.identity = joining.identity;
+  n.rank_hint = joining.rank_hint;
+  n.instance = 0;
+  n.state = Node::kLive;
+  postoffice_->van()->AdmitIdentity(n.identity);
+  replacements_.insert(n.id);
+  live_.insert(n.id);
+  Heard(n.id);  // its heartbeat timeout starts now
+  ++view_.version;
+  // Connects this node to the new endpoints; the others do when the news reaches them.
+  postoffice_->InstallMembership(view_);
+  LOG(WARNING) << "server " << n.rank << " (node " << n.id << ") is back: a new process at "
+               << n.endpoint << " takes the dead server's place and its keys (membership "
+               << "version " << view_.version << ")";
+  SendTable(n, /*replaces_dead_node=*/true);
+  Broadcast(n.id);
+  return true;
+}
+
+void SchedulerRole::AdmitParkedReplacement(int rank) {
+  auto parked = parked_.find(rank);
+  if (parked == parked_.end()) return;
+  Node joining = parked->second;
+  parked_.erase(parked);
+  std::string why;
+  if (!AdmitReplacement(joining, &why)) Refuse(joining, why);
+}
+
+}  // namespace ps

@@ -1,0 +1,128 @@
+// Integration: the restart path without replication (docs/fault-tolerance.md). Driven
+// by server_restart_test.py, which kills a server mid-run, starts a new process in its
+// place and checks the counts printed here.
+//
+// Servers run an OptimizerServer (SGD, learning rate 1, zeros) whose checkpoints come
+// from PS_CHECKPOINT_DIR / PS_CHECKPOINT_EVERY; a push of -1 adds 1, so every key is a
+// counter. Each worker pushes -1 to one of --keys keys at a time, round robin, waiting
+// for each push, until --pushes were acknowledged; it counts the acknowledged ones. A
+// push that fails (its server died) is not counted: the worker asks KVWorker::Restarts
+// every --retry_ms and pushes again once the server is back. At the end every worker
+// asks Restarts once more and prints
+//   "server_restart_app: worker R acknowledged A lost L unacknowledged_applied U restarts N"
+// and, after a worker barrier, worker 0 pulls every key and prints
+//   "server_restart_app: counted C over K keys".
+// A lost-update count that is right gives sum(A) - C == sum(L) - sum(U).
+#include <gflags/gflags.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "ps/optimizer_server.h"
+#include "ps/ps.h"
+
+DEFINE_int32(keys, 64, "counters (keys 0 .. keys-1, spread over the servers)");
+DEFINE_int32(pushes, 3000, "acknowledged pushes each worker makes");
+DEFINE_int32(push_gap_us, 1000, "pause between two pushes");
+DEFINE_int32(retry_ms, 100, "pause after a failed push");
+DEFINE_string(marker, "", "ignored; lets the test driver find this run's processes");
+
+namespace {
+
+void Say(const char* format, ...) __attribute__((format(printf, 1, 2)));
+void Say(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  std::printf("server_restart_app: ");
+  std::vprintf(format, args);
+  std::printf("\n");
+  std::fflush(stdout);
+  va_end(args);
+}
+
+struct Tally {
+  uint64_t lost = 0;
+  uint64_t unacknowledged_applied = 0;
+  int restarts = 0;
+};
+
+void Note(const std::vector<ps::ServerRestart>& restarts, int rank, Tally* tally) {
+  for (const ps::ServerRestart& r : restarts) {
+    Say("worker %d: %s", rank, r.DebugString().c_str());
+    tally->lost += r.lost();
+    tally->unacknowledged_applied += r.applied_unacknowledged();
+    ++tally->restarts;
+  }
+}
+
+int RunWorker() {
+  const int rank = ps::MyRank();
+  ps::KVWorker<float> kv(0, 0);
+  Tally tally;
+  uint64_t acknowledged = 0;
+  uint64_t failed = 0;
+  int next_key = rank % FLAGS_keys;
+  Say("worker %d pid %d started", rank, static_cast<int>(getpid()));
+  while (acknowledged < static_cast<uint64_t>(FLAGS_pushes)) {
+    std::vector<ps::Key> key = {static_cast<ps::Key>(next_key)};
+    std::vector<float> minus_one = {-1.0f};
+    ps::Status s = kv.Wait(kv.Push(key, minus_one));
+    if (s.ok()) {
+      ++acknowledged;
+      next_key = (next_key + 1) % FLAGS_keys;
+      if (FLAGS_push_gap_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(FLAGS_push_gap_us));
+      continue;
+    }
+    if (failed++ == 0) Say("worker %d: a push failed: %s", rank, s.ToString().c_str());
+    std::this_thread::sleep_for(std::chrono::milliseconds(FLAGS_retry_ms));
+    Note(kv.Restarts(), rank, &tally);
+  }
+  Note(kv.Restarts(), rank, &tally);
+  Say("worker %d acknowledged %llu lost %llu unacknowledged_applied %llu restarts %d failed %llu",
+      rank, static_cast<unsigned long long>(acknowledged),
+      static_cast<unsigned long long>(tally.lost),
+      static_cast<unsigned long long>(tally.unacknowledged_applied), tally.restarts,
+      static_cast<unsigned long long>(failed));
+  ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
+  if (rank == 0) {
+    std::vector<ps::Key> keys;
+    for (int k = 0; k < FLAGS_keys; ++k) keys.push_back(static_cast<ps::Key>(k));
+    std::vector<float> values;
+    ps::Status s = kv.Wait(kv.Pull(keys, &values));
+    if (!s.ok()) {
+      Say("worker 0: the final pull failed: %s", s.ToString().c_str());
+      return 1;
+    }
+    double counted = 0;
+    for (float v : values) counted += v;
+    Say("counted %.0f over %d keys", counted, FLAGS_keys);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  ps::Start(0, argv[0]);
+  int rc = 0;
+  if (ps::IsServer()) {
+    ps::OptimizerServerOptions options;
+    options.optimizer.kind = ps::OptimizerKind::kSgd;
+    options.optimizer.lr = 1;
+    auto server = std::make_unique<ps::OptimizerServer>(0, options);
+    ps::OptimizerServer::Restored restored = server->restored();
+    Say("server %d pid %d started%s%s", ps::MyRank(), static_cast<int>(getpid()),
+        restored.checkpoint.empty() ? "" : " from ", restored.checkpoint.c_str());
+    ps::Finalize(0, true);
+    return 0;
+  }
+  if (ps::IsWorker()) rc = RunWorker();
+  ps::Finalize(0, true);
+  return rc;
+}

@@ -1,0 +1,39 @@
+// ServerRestart: what a worker learns about a server that died and came back as a new
+// process in its place (restarted from its checkpoint, or empty), as
+// KVWorker::Restarts reports it. See docs/fault-tolerance.md.
+//
+// Counts are this worker's push requests to that server (the part of a push that went
+// to it: one per push, or one per chunk of a chunked value), not keys or values.
+#ifndef PS_SERVER_RESTART_H_
+#define PS_SERVER_RESTART_H_
+
+#include <cstdint>
+#include <string>
+
+#include "ps/status.h"
+
+namespace ps {
+
+struct ServerRestart {
+  int server = -1;               // its rank
+  // The new process's answer to the report's question; when it failed, the counts
+  // below other than `acknowledged` are unknown (0): Unimplemented from a server app
+  // that is not an OptimizerServer or resumed from a checkpoint older than format 3,
+  // Unavailable when it is gone again (the next call asks its next process).
+  Status status;
+  bool from_checkpoint = false;  // false: it started empty and holds nothing
+  std::string checkpoint;        // the file it resumed from
+  uint64_t acknowledged = 0;     // this worker's pushes the dead process acknowledged
+  uint64_t kept = 0;             // this worker's pushes the restored state holds
+
+  // Acknowledged pushes the restart lost (those after the last checkpoint).
+  uint64_t lost() const { return acknowledged > kept ? acknowledged - kept : 0; }
+  // Pushes this worker saw fail that the restored state holds nevertheless: taken and
+  // checkpointed, but their answers died with the process.
+  uint64_t applied_unacknowledged() const { return kept > acknowledged ? kept - acknowledged : 0; }
+  std::string DebugString() const;
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_RESTART_H_
