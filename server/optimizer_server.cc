@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "applied_copies.h"
 #include "checkpoint.h"
 #include "ps/internal/job_services.h"
 #include "ps/internal/hash.h"
@@ -126,6 +127,12 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
   // data receive thread, so a request crosses one hand-off (to its shard).
   server_ = std::make_unique<KVServer<float>>(app_id, Customer::Delivery::kReceiveThread);
   server_->AcceptChunks();
+  server_->KeepsReplicas();
+  replication_ = Postoffice::Get()->replication();
+  applied_copies_ = std::make_unique<AppliedCopies>();
+  server_->set_own_request_handles(
+      [this](Message& answer) { OnCopyAnswered(answer); },
+      [this](int ts, uint64_t id, const Status& s) { OnCopyAborted(ts, id, s); });
   server_->set_request_handle(
       [this](const KVMeta& meta, const KVPairs<float>& data, KVServer<float>*) {
         Handle(meta, data);
@@ -139,6 +146,16 @@ OptimizerServer::~OptimizerServer() {
     if (ClockClient* clocks = JobServices::Get()->clocks()) clocks->RemoveListener(clock_listener_);
   }
   server_->Close();  // no new requests; the shards finish and answer the taken ones
+  // Copies to replicas get no answer any more: their requests end with what the
+  // shards applied here.
+  std::vector<uint64_t> copies;
+  {
+    std::lock_guard<std::mutex> lock(copies_mu_);
+    for (const auto& kv : copies_in_flight_) copies.push_back(kv.first);
+  }
+  for (uint64_t id : copies) {
+    EndCopy(id, Status::Unavailable("the server is shutting down"), /*answered=*/false);
+  }
   // Rounds no longer close: the requests parked for them are answered, after the
   // parts queued before (which may park), and the open rounds are dropped.
   for (auto& shard : shards_) {
@@ -156,10 +173,22 @@ void OptimizerServer::Refuse(const KVMeta& meta, const Status& why) {
   answered_.fetch_add(1, std::memory_order_relaxed);
 }
 
+OptimizerServer::Request* OptimizerServer::NewRequest(const KVMeta& meta,
+                                                     const KVPairs<float>& data, int remaining) {
+  auto* req = new Request;
+  req->meta = meta;
+  req->data = data;
+  req->remaining.store(remaining);
+  return req;
+}
+
 void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
   size_t n = data.keys.size();
+  if (meta.push && (meta.replica_of >= 0 || meta.resent) && !TakeOnce(meta)) {
+    return AnswerDuplicate(meta, data);
+  }
   if (options_.sync_aggregation) {
-    if (meta.push && !IsWorkerId(meta.sender)) {
+    if (meta.push && !IsWorkerId(meta.replica_of >= 0 ? meta.replica_of : meta.sender)) {
       return Refuse(
           meta, Status::InvalidArgument("synchronous aggregation takes pushes from workers only"));
     }
@@ -191,9 +220,7 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
     Status bad = CheckChunk(meta, data, &chunk_len);
     if (!bad.ok()) return Refuse(meta, bad);
   }
-  auto* req = new Request;
-  req->meta = meta;
-  req->data = data;
+  Request* req = NewRequest(meta, data, 0);
   if (meta.chunk >= 0) {
     req->chunk = StoreKey{data.keys[0], meta.chunk, meta.chunk_offset, meta.value_len};
     req->chunk_len = chunk_len;
@@ -208,8 +235,12 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
   if (meta.pull) req->lens.assign(n, 0);
   if (meta.push) {
     pushes_taken_.fetch_add(1, std::memory_order_relaxed);
-    CountPush(meta.sender);
+    CountPush(meta.replica_of >= 0 ? meta.replica_of : meta.sender);
   }
+  // Copies for the keys' other replicas: planned before any part runs, sent after the
+  // parts are queued (the copies of this node's earlier requests left before).
+  std::vector<Message> copies;
+  if (meta.push && replication_ >= 2 && meta.replica_of < 0) copies = PlanReplicaCopies(meta, data);
   int threads = static_cast<int>(shards_.size());
   std::vector<int> targets;
   if (threads == 1) {
@@ -229,7 +260,7 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
     if (targets.size() == 1) req->positions.clear();  // one shard has every key
   }
   req->part_vals.resize(targets.size());
-  req->remaining.store(static_cast<int>(targets.size()));
+  req->remaining.store(static_cast<int>(targets.size() + copies.size()));
   for (size_t part = 0; part < targets.size(); ++part) {
     const std::vector<uint32_t>* positions =
         req->positions.empty() ? nullptr : &req->positions[part];
@@ -237,6 +268,7 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
       RunPart(req, positions, static_cast<int>(part), store);
     });
   }
+  if (!copies.empty()) SendReplicaCopies(req, &copies);
   if (meta.push) MaybeCheckpoint();
 }
 

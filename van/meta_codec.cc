@@ -114,6 +114,7 @@ Status EncodeMeta(const Message& msg, const ShmFields& shm, std::string* out) {
     c->set_key_placement(m.control.key_placement);
     c->set_chunk_bytes(m.control.chunk_bytes);
     c->set_replaces_dead_node(m.control.replaces_dead_node);
+    c->set_replication(m.control.replication);
     if (!m.control.token.empty()) c->set_token(m.control.token);
     c->set_membership_version(m.control.membership_version);
   }
@@ -129,6 +130,11 @@ Status EncodeMeta(const Message& msg, const ShmFields& shm, std::string* out) {
   p.set_value_len(m.value_len);
   p.set_chunk_query(m.chunk_query);
   p.set_takes_chunks(m.takes_chunks);
+  p.set_replica_of(m.replica_of < 0 ? 0u : static_cast<uint32_t>(m.replica_of) + 1);
+  p.set_resent(m.resent);
+  p.set_origin_request(m.origin_request);
+  p.set_origin_customer(m.origin_customer);
+  p.set_first_server(m.first_server < 0 ? 0u : static_cast<uint32_t>(m.first_server) + 1);
   p.set_sequence(m.sequence);
   p.set_request_id(m.request_id);
   p.set_incarnation(m.incarnation);
@@ -322,6 +328,19 @@ Status DecodeMeta(const void* bytes, size_t size, const std::vector<size_t>& fra
   meta->value_len = p.value_len();
   meta->chunk_query = p.chunk_query();
   meta->takes_chunks = p.takes_chunks();
+  if (p.replica_of() > static_cast<uint32_t>(std::numeric_limits<int32_t>::max())) {
+    return Status::InvalidArgument("replica_of " + std::to_string(p.replica_of()) +
+                                   " is out of range");
+  }
+  meta->replica_of = static_cast<int32_t>(p.replica_of()) - 1;
+  meta->resent = p.resent();
+  meta->origin_request = p.origin_request();
+  meta->origin_customer = p.origin_customer();
+  if (p.first_server() > static_cast<uint32_t>(std::numeric_limits<int32_t>::max())) {
+    return Status::InvalidArgument("first_server " + std::to_string(p.first_server()) +
+                                   " is out of range");
+  }
+  meta->first_server = static_cast<int32_t>(p.first_server()) - 1;
   meta->sequence = p.sequence();
   meta->request_id = p.request_id();
   meta->incarnation = p.incarnation();
@@ -344,6 +363,7 @@ Status DecodeMeta(const void* bytes, size_t size, const std::vector<size_t>& fra
     meta->control.key_placement = c.key_placement();
     meta->control.chunk_bytes = c.chunk_bytes();
     meta->control.replaces_dead_node = c.replaces_dead_node();
+    meta->control.replication = c.replication() > 0 ? c.replication() : 1;
     if (c.token().size() > kMaxTokenBytes) {
       return Status::InvalidArgument("join token of " + std::to_string(c.token().size()) +
                                      " bytes is over the limit");

@@ -172,7 +172,10 @@ void RequestPipeline::LaunchHeldRequest(uint64_t id, ChunkSupport answer, const 
       refused = Status::Internal(std::string(held->what) + ": planning failed: " + e.what());
     }
   }
-  if (refused.ok()) Stamp(req, planned, timestamp, id, held->clock, &messages);
+  if (refused.ok()) {
+    Stamp(req, planned, timestamp, id, held->clock, &messages);
+    KeepSentParts(&planned, messages);
+  }
   std::unique_ptr<Pending> done;
   {
     std::lock_guard<std::mutex> lock(mu_);

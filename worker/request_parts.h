@@ -1,6 +1,7 @@
 // The bookkeeping of RequestPipeline (ps/internal/request_pipeline.h): one request in
 // flight and its parts. Private to worker/: request_pipeline.cc plans, sends and
-// assembles them, request_encoding.cc encodes push parts.
+// assembles them, request_encoding.cc encodes push parts, part_failover.cc sends again
+// the parts whose server died.
 #ifndef HERDPS_WORKER_REQUEST_PARTS_H_
 #define HERDPS_WORKER_REQUEST_PARTS_H_
 
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "ps/internal/kv_message.h"
+#include "ps/internal/message.h"
 #include "ps/internal/request_pipeline.h"
 
 namespace ps {
@@ -29,6 +31,13 @@ struct RequestPipeline::Part {
   uint64_t chunk_len = 0;           // values in the chunk
   bool answered = false;
   KVFrames answer;
+  // With PS_REPLICATION >= 2: the message as sent, to send again to the replica that
+  // takes over if its server dies, and the rank it was first sent to.
+  Message sent;
+  int first_server = -1;
+  // Split, after its server died, into parts for the servers that took its keys over:
+  // it has no answer of its own (its pieces do).
+  bool replaced = false;
 };
 
 // A request issued while the server app's answer on chunks is not in yet: registered

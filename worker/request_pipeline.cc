@@ -88,6 +88,7 @@ int RequestPipeline::Issue(PipelineRequest req, const char* what) {
   }
   ClockClient* clocks = JobServices::Get()->clocks();
   Stamp(req, *p, ts, id, clocks ? clocks->current() : -1, &messages);
+  KeepSentParts(p.get(), messages);
   {
     // Registered before the first part leaves: its answer may come back at once.
     std::lock_guard<std::mutex> lock(mu_);
@@ -213,6 +214,7 @@ Status RequestPipeline::TakeAnswer(Part& part, const Pending& p, Message& msg) {
 }
 
 void RequestPipeline::Abort(int timestamp, uint64_t request_id, const Status& status) {
+  if (FailOverLater(request_id, status)) return;
   std::unique_ptr<Pending> done;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -307,7 +309,7 @@ Status RequestPipeline::Assemble(Pending& p, SArray<char>* vals, SArray<int>* le
   // Several parts: place each part's values at its keys' positions.
   std::vector<uint64_t> key_lens(n, 0);
   for (const Part& part : p.parts) {
-    if (part.chunk >= 0) continue;
+    if (part.chunk >= 0 || part.replaced) continue;
     const KVFrames& a = part.answer;
     const size_t k = part.positions.size();
     for (size_t i = 0; i < k; ++i) {
@@ -331,6 +333,7 @@ Status RequestPipeline::Assemble(Pending& p, SArray<char>* vals, SArray<int>* le
   // Write straight into the caller's array when it already has the right size.
   *vals = p.sized_output.size() == total ? p.sized_output : RawBuffer(total);
   for (const Part& part : p.parts) {
+    if (part.replaced) continue;
     const KVFrames& a = part.answer;
     if (part.chunk >= 0) {
       size_t at = (offsets[part.positions[0]] + part.chunk_offset) * elem_size_;

@@ -32,9 +32,10 @@ void RequestPipeline::CountAck(int rank, const std::string& identity) {
   if (static_cast<size_t>(rank) >= acks_.size()) acks_.resize(static_cast<size_t>(rank) + 1);
   ServerAcks& a = acks_[static_cast<size_t>(rank)];
   if (a.identity != identity) {
-    if (!a.identity.empty() && !a.restarted) {
+    if (!a.identity.empty()) {
+      // Another process answers: what the ones before acknowledged waits for the report.
       a.restarted = true;
-      a.before = a.acked;
+      a.before += a.acked;
       a.acked = 0;
     }
     a.identity = identity;
@@ -50,9 +51,9 @@ std::vector<std::pair<int, uint64_t>> RequestPipeline::RestartedServers(
     ServerAcks& a = acks_[rank];
     const std::string live = rank < identities.size() ? identities[rank] : std::string();
     // A new live process that has acknowledged nothing of ours yet.
-    if (!a.restarted && !a.identity.empty() && !live.empty() && live != a.identity) {
+    if (!a.identity.empty() && !live.empty() && live != a.identity) {
       a.restarted = true;
-      a.before = a.acked;
+      a.before += a.acked;
       a.acked = 0;
       a.identity = live;
     }
@@ -97,9 +98,10 @@ std::vector<ServerRestart> AskServerRestarts(SimpleApp* app, RequestPipeline* pi
       report.checkpoint = restore.file;
       report.kept = restore.pushes;
       pipeline->Restored(report.server, report.kept);
-    } else if (report.status.code() != Status::Code::kUnavailable) {
-      // The server answered, but cannot tell: reported once, as unknown. (Unavailable:
-      // it is gone again, and the next call asks its next process.)
+    } else if (report.status.code() == Status::Code::kUnimplemented) {
+      // The server cannot tell: reported once, as unknown. (Any other failure, such as
+      // a server app that is still loading its checkpoint or a process gone again:
+      // the next call asks again.)
       pipeline->Restored(report.server, 0);
     }
     reports.push_back(std::move(report));

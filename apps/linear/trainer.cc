@@ -211,19 +211,36 @@ class PushedBytes {
                                  static_cast<double>(now.push_raw_bytes - last_.push_raw_bytes),
                                  static_cast<double>(now.push_key_bytes - last_.push_key_bytes)};
     last_ = now;
+    if (unknown_) return;
     ps::Status s = stats_.Wait(stats_.Push(kKeys, delta));
-    if (!s.ok()) throw std::runtime_error("cannot report pushed bytes: " + s.ToString());
+    if (!s.ok()) Lost("cannot report pushed bytes", s);
   }
-  // The job's totals: value bytes sent, raw value bytes, key bytes.
+  // The job's totals: value bytes sent, raw value bytes, key bytes (NaN once unknown).
   std::vector<double> Totals() {
     std::vector<double> totals;
-    ps::Status s = stats_.Wait(stats_.Pull(kKeys, &totals));
-    if (!s.ok()) throw std::runtime_error("cannot read pushed bytes: " + s.ToString());
+    if (!unknown_) {
+      ps::Status s = stats_.Wait(stats_.Pull(kKeys, &totals));
+      if (!s.ok()) Lost("cannot read pushed bytes", s);
+    }
+    if (unknown_) totals.assign(kKeys.size(), NAN);
     return totals;
   }
 
  private:
+  // The counts live on one server, unreplicated (a plain KVServer): with
+  // PS_REPLICATION >= 2 a dead server may have taken them along, and training goes on
+  // without them. Without replication the job ends.
+  void Lost(const char* what, const ps::Status& s) {
+    if (ps::Postoffice::Get()->replication() < 2) {
+      throw std::runtime_error(std::string(what) + ": " + s.ToString());
+    }
+    std::fprintf(stderr, "%s (%s): the pushed bytes are unknown from now on\n", what,
+                 s.ToString().c_str());
+    unknown_ = true;
+  }
+
   const std::vector<ps::Key> kKeys = {0, 1, 2};
+  bool unknown_ = false;
   ps::KVWorker<float>* kv_;
   ps::KVWorker<double> stats_;
   ps::RequestPipeline::Counters last_;

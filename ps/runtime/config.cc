@@ -198,7 +198,8 @@ Status ReadLiveness(const Getenv& getenv, Config* c) {
   return Status::OK();
 }
 
-// What the scheduler hands every node: consistency, key placement, chunk size, the job token.
+// What the scheduler hands every node: consistency, key placement, chunk size,
+// replication, the job token.
 Status ReadJobPolicy(const Getenv& getenv, Config* c) {
   Config& cfg = *c;
   const char* text = nullptr;
@@ -230,6 +231,16 @@ Status ReadJobPolicy(const Getenv& getenv, Config* c) {
     }
     cfg.chunk_bytes = static_cast<uint64_t>(v);
     cfg.chunk_bytes_set = true;
+  }
+  if ((text = Lookup(getenv, "PS_REPLICATION", nullptr))) {
+    if (!(s = ParseInt("PS_REPLICATION", text, 1, 1 << 20, &v)).ok()) return s;
+    if (v > cfg.num_servers) {
+      return Status::InvalidArgument("PS_REPLICATION=" + std::string(text) + " needs at least " +
+                                     std::string(text) + " servers; the job has PS_NUM_SERVER=" +
+                                     std::to_string(cfg.num_servers));
+    }
+    cfg.replication = static_cast<int>(v);
+    cfg.replication_set = true;
   }
   if ((text = Lookup(getenv, "PS_JOB_TOKEN", nullptr))) {
     cfg.job_token = text;
@@ -279,7 +290,7 @@ const char* const Config::kNames[] = {
     "PS_RESEND_TIMEOUT", "PS_DROP_RATE", "PS_DROP_MSG",
     "PS_DROP_SEED", "PS_CONSISTENCY", "PS_KEY_PLACEMENT", "PS_CHUNK_BYTES", "PS_JOB_TOKEN",
     "PS_SECURE", "PS_CURVE_SECRET_KEY", "PS_CURVE_SECRET_KEY_FILE", "PS_SHM", "PS_SHM_BYTES",
-    "PS_RECEIVE_IN_WAIT", "PS_CHECKPOINT_DIR", "PS_CHECKPOINT_EVERY",
+    "PS_RECEIVE_IN_WAIT", "PS_CHECKPOINT_DIR", "PS_CHECKPOINT_EVERY", "PS_REPLICATION",
     nullptr};
 
 }  // namespace ps

@@ -49,7 +49,73 @@ ConsistentHashRing ConsistentHashRing::Make(Placement placement,
   return Ranges(count);
 }
 
+ConsistentHashRing ConsistentHashRing::WithFailover(int replication,
+                                                    const std::vector<int>& dead_ranks) const {
+  ConsistentHashRing ring = *this;
+  ring.replication_ = std::max(replication, 1);
+  ring.dead_.clear();
+  if (ring.replication_ < 2 || dead_ranks.empty()) return ring;
+  int max_rank = 0;
+  for (int rank : servers_) max_rank = std::max(max_rank, rank);
+  ring.dead_.assign(static_cast<size_t>(max_rank) + 1, false);
+  for (int rank : dead_ranks) {
+    if (rank >= 0 && rank <= max_rank) ring.dead_[static_cast<size_t>(rank)] = true;
+  }
+  return ring;
+}
+
+int ConsistentHashRing::FirstLive(const std::vector<int>& replicas) const {
+  for (int rank : replicas) {
+    if (static_cast<size_t>(rank) >= dead_.size() || !dead_[static_cast<size_t>(rank)]) return rank;
+  }
+  return replicas.front();
+}
+
 int ConsistentHashRing::ServerOf(Key key) const {
+  if (dead_.empty()) return OwnerOf(key);
+  std::vector<int> replicas;
+  ReplicasOf(key, replication_, &replicas);
+  return FirstLive(replicas);
+}
+
+int ConsistentHashRing::ServerOfChunk(Key key, uint32_t chunk) const {
+  if (dead_.empty()) return OwnerOfChunk(key, chunk);
+  std::vector<int> replicas;
+  ReplicasOfChunk(key, chunk, replication_, &replicas);
+  return FirstLive(replicas);
+}
+
+void ConsistentHashRing::ReplicasOf(Key key, int count, std::vector<int>* out) const {
+  out->clear();
+  const size_t want = std::min(static_cast<size_t>(std::max(count, 1)), servers_.size());
+  if (placement_ == kRanges) {
+    const int owner = OwnerOf(key);
+    for (size_t i = 0; i < want; ++i) {
+      out->push_back(static_cast<int>((static_cast<size_t>(owner) + i) % servers_.size()));
+    }
+    return;
+  }
+  uint64_t h = HashKey(key);
+  auto start = std::lower_bound(points_.begin(), points_.end(), std::make_pair(h, -1));
+  size_t at = static_cast<size_t>(start - points_.begin()) % points_.size();
+  for (size_t step = 0; step < points_.size() && out->size() < want; ++step) {
+    int rank = points_[(at + step) % points_.size()].second;
+    if (std::find(out->begin(), out->end(), rank) == out->end()) out->push_back(rank);
+  }
+}
+
+void ConsistentHashRing::ReplicasOfChunk(Key key, uint32_t chunk, int count,
+                                         std::vector<int>* out) const {
+  out->clear();
+  const size_t want = std::min(static_cast<size_t>(std::max(count, 1)), servers_.size());
+  std::vector<int> order = servers_;
+  std::sort(order.begin(), order.end());
+  const int first = OwnerOfChunk(key, chunk);
+  size_t at = static_cast<size_t>(std::lower_bound(order.begin(), order.end(), first) - order.begin());
+  for (size_t i = 0; i < want; ++i) out->push_back(order[(at + i) % order.size()]);
+}
+
+int ConsistentHashRing::OwnerOf(Key key) const {
   if (placement_ == kRanges) {
     Key width = kMaxKey / static_cast<Key>(servers_.size());
     return static_cast<int>(std::min<Key>(key / width, servers_.size() - 1));
@@ -60,8 +126,8 @@ int ConsistentHashRing::ServerOf(Key key) const {
   return it->second;
 }
 
-int ConsistentHashRing::ServerOfChunk(Key key, uint32_t chunk) const {
-  int home = ServerOf(key);
+int ConsistentHashRing::OwnerOfChunk(Key key, uint32_t chunk) const {
+  int home = OwnerOf(key);
   if (chunk == 0 || servers_.size() == 1) return home;
   // Ranks in ascending order, so that every node stripes the same way.
   std::vector<int> order = servers_;

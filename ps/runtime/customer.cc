@@ -219,6 +219,16 @@ uint64_t Customer::IdOfLocked(int timestamp) const {
   return n + 1;
 }
 
+void Customer::AddPeers(uint64_t request_id, const std::vector<int>& peers) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = in_flight_.find(request_id);
+  if (it == in_flight_.end()) return;
+  for (int peer : peers) {
+    std::vector<int>& known = it->second.peers;
+    if (std::find(known.begin(), known.end(), peer) == known.end()) known.push_back(peer);
+  }
+}
+
 uint64_t Customer::RequestIdOf(int timestamp) {
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t id = IdOfLocked(timestamp);

@@ -159,15 +159,35 @@ NodeStats Postoffice::stats() const {
 }
 
 void Postoffice::InstallMembership(MembershipView view) {
+  // With replication, a dead server's keys go to their first live replica.
+  std::vector<int> dead_servers;
+  for (const Node& n : view.nodes) {
+    if (n.role == Node::kServerRole && n.state == Node::kDead) dead_servers.push_back(n.rank);
+  }
+  view.ring = view.ring.WithFailover(replication_, dead_servers);
   const MembershipView* old = membership_.Get();
   std::vector<Node> gone;
+  std::vector<Node> replaced;  // live before and now, but another process (below)
   for (const Node& n : view.nodes) {
     if (n.alive()) van_->AdmitIdentity(n.identity);
     const Node* before = old->Find(n.id);
     if (n.id == my_node_.id) continue;
+    if (n.alive() && before && before->alive() && before->identity != n.identity) {
+      // A new process in a dead node's place, and this node missed the version that
+      // said it died: the old process goes first (its connection, what is queued or
+      // numbered for it; its requests below), as if that version had come.
+      Node old_process = *before;
+      old_process.state = Node::kDead;
+      replaced.push_back(old_process);
+      if (!is_scheduler()) van_->Disconnect(n.id);
+      for (auto& outbox : outbox_) {
+        if (outbox) outbox->DropPeer(n.id);
+      }
+    }
     // A node that is back (a new process in a dead node's place) is connected afresh:
     // its old connections went when it died.
-    if (n.alive() && (!before || !before->alive() || before->endpoint != n.endpoint ||
+    if (n.alive() && (!before || !before->alive() || before->identity != n.identity ||
+                      before->endpoint != n.endpoint ||
                       before->control_endpoint != n.control_endpoint)) {
       Status s = van_->Connect(n.id, n.endpoint, n.control_endpoint);
       if (!s.ok()) LOG(ERROR) << "cannot connect to " << n.DebugString() << ": " << s;
@@ -217,6 +237,17 @@ void Postoffice::InstallMembership(MembershipView view) {
         (n.state == Node::kDead ? "is dead: silent for more than PS_HEARTBEAT_TIMEOUT=" +
                                       SecondsText(config_.heartbeat_timeout_s) + " s"
                                 : std::string("left the job")));
+    directory_->ForEach([&n, &why](int, int, Customer* customer) {
+      customer->AbortRequestsWaitingFor(n, why);
+      return true;
+    });
+  }
+  for (const Node& n : replaced) {
+    // Its requests in flight were sent before this node knew of the new process.
+    Status why = Status::Unavailable(std::string(RoleName(n.role)) + " " +
+                                     std::to_string(n.rank) + " (node " + std::to_string(n.id) +
+                                     ", " + n.endpoint + ") died and was replaced");
+    LOG(WARNING) << why.message();
     directory_->ForEach([&n, &why](int, int, Customer* customer) {
       customer->AbortRequestsWaitingFor(n, why);
       return true;

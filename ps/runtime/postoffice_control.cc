@@ -159,6 +159,17 @@ bool Postoffice::AcceptJobSettings(const Control& control) {
     return false;
   }
   chunk_bytes_ = control.chunk_bytes;
+  if (control.replication < 1 || control.replication > static_cast<int>(control.nodes.size())) {
+    LOG_IF(WARNING, forged_log_.ShouldLog()) << "node table with a replication of "
+                                             << control.replication << " ignored";
+    return false;
+  }
+  replication_ = control.replication;
+  if (config_.replication_set && replication_ != config_.replication) {
+    LOG(WARNING) << "PS_REPLICATION=" << config_.replication
+                 << " on this node, but the job's scheduler has " << replication_
+                 << ": the scheduler's holds";
+  }
   if (config_.chunk_bytes_set && chunk_bytes_ != config_.chunk_bytes) {
     LOG(WARNING) << "PS_CHUNK_BYTES=" << config_.chunk_bytes
                  << " on this node, but the job's scheduler has " << chunk_bytes_

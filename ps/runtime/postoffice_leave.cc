@@ -134,13 +134,28 @@ void Postoffice::WaitForNodesToLeave() {
 void Postoffice::ExitNonZeroIfNodesWereLost() {
   // A job that lost a node did not succeed, whatever the survivors did: a supervisor
   // that reads this process's exit status must not take it for success.
+  // With replication, servers fewer than PS_REPLICATION dead lost nothing: every key
+  // had a live replica, which served it from then on.
   std::string lost;
+  int dead_servers = 0;
+  bool dead_other = false;
   for (const Node& n : membership_.Get()->nodes) {
     if (n.state != Node::kDead) continue;
     lost += (lost.empty() ? "" : ", ") + std::string(RoleName(n.role)) + " " +
             std::to_string(n.rank) + " (node " + std::to_string(n.id) + ")";
+    if (n.role == Node::kServerRole) {
+      ++dead_servers;
+    } else {
+      dead_other = true;
+    }
   }
   if (lost.empty()) return;
+  if (!dead_other && dead_servers < replication_) {
+    LOG(WARNING) << "the job lost " << lost << " (declared dead); with PS_REPLICATION="
+                 << replication_ << " every key kept a live replica, which served it from then "
+                                    "on: the job goes on as a success";
+    return;
+  }
   LOG(ERROR) << "the job lost " << lost
              << " (declared dead): this process exits with status 1 when it ends";
   static std::once_flag registered;

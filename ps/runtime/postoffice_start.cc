@@ -153,6 +153,7 @@ void Postoffice::StartVan() {
     consistency_ = config_.consistency;
     key_placement_ = config_.key_placement;
     chunk_bytes_ = config_.chunk_bytes;
+    replication_ = config_.replication;
     scheduler_ = std::make_unique<SchedulerRole>(this, config_, my_node_);
   }
   van_ = Van::Create("zmq");

@@ -20,6 +20,12 @@ bool SchedulerRole::AdmitReplacement(const Node& joining, std::string* why) {
     *why = "only a worker process may run several workers";
     return false;
   }
+  if (config_.replication >= 2) {
+    *why = full + "; with PS_REPLICATION=" + std::to_string(config_.replication) +
+           " a dead server's keys are served by their replicas, and a new server cannot "
+           "take its place yet";
+    return false;
+  }
   Node* slot = nullptr;
   for (Node& n : view_.nodes) {
     if (n.role != Node::kServerRole || n.state != Node::kDead) continue;
@@ -29,16 +35,29 @@ bool SchedulerRole::AdmitReplacement(const Node& joining, std::string* why) {
   if (!slot && joining.rank_hint >= 0) {
     for (const Node& n : view_.nodes) {
       if (n.role != Node::kServerRole || n.rank != joining.rank_hint || !n.alive()) continue;
+      if (config_.heartbeat_interval_s <= 0) {
+        *why = full + " and server " + std::to_string(n.rank) + " (its PS_RANK) is live; "
+               "with PS_HEARTBEAT_INTERVAL=0 no server is ever declared dead";
+        return false;
+      }
       // The process it replaces is gone but not declared dead yet (a launcher or an
-      // operator restarts a server as soon as it exits): it joins when that happens.
+      // operator restarts a server as soon as it exits): it joins when that happens. A
+      // waiting node repeats its join every second; one silent for longer is gone.
+      const Clock::time_point now = Clock::now();
       auto parked = parked_.find(n.rank);
-      if (parked == parked_.end() || parked->second.identity != joining.identity) {
+      if (parked != parked_.end() && parked->second.node.identity != joining.identity &&
+          now - parked->second.heard < kParkedSilence) {
+        *why = "another new server already waits to take server " + std::to_string(n.rank) +
+               "'s place";
+        return false;
+      }
+      if (parked == parked_.end() || parked->second.node.identity != joining.identity) {
         LOG(INFO) << "a new server " << n.rank << " at " << joining.endpoint << " waits to take "
                   << "server " << n.rank << "'s place until that one is declared dead (silent "
                   << "for PS_HEARTBEAT_TIMEOUT=" << SecondsText(config_.heartbeat_timeout_s)
                   << " s)";
       }
-      parked_[n.rank] = joining;
+      parked_[n.rank] = Parked{joining, now};
       return true;
     }
   }
@@ -52,6 +71,8 @@ bool SchedulerRole::AdmitReplacement(const Node& joining, std::string* why) {
   }
   parked_.erase(slot->rank);
   Node& n = *slot;
+  // The dead process's barrier entries are not the new one's.
+  for (auto& barrier : barriers_) barrier.second.arrived.erase(n.id);
   n.host = joining.host;
   n.port = joining.port;
   n.endpoint = joining.endpoint;
@@ -78,10 +99,23 @@ bool SchedulerRole::AdmitReplacement(const Node& joining, std::string* why) {
 void SchedulerRole::AdmitParkedReplacement(int rank) {
   auto parked = parked_.find(rank);
   if (parked == parked_.end()) return;
-  Node joining = parked->second;
+  Parked waiting = parked->second;
   parked_.erase(parked);
+  if (Clock::now() - waiting.heard >= kParkedSilence) {
+    LOG(INFO) << "the new server that waited for server " << rank << "'s place stopped asking; "
+              << "it is not admitted";
+    return;
+  }
   std::string why;
-  if (!AdmitReplacement(joining, &why)) Refuse(joining, why);
+  if (!AdmitReplacement(waiting.node, &why)) Refuse(waiting.node, why);
+}
+
+void SchedulerRole::RefuseParkedReplacement(int rank, const std::string& why) {
+  auto parked = parked_.find(rank);
+  if (parked == parked_.end()) return;
+  Node joining = parked->second.node;
+  parked_.erase(parked);
+  Refuse(joining, why);
 }
 
 }  // namespace ps

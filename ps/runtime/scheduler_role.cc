@@ -138,7 +138,11 @@ void SchedulerRole::HandleJoin(const Message& msg) {
       }
     }
     std::string why;
-    if (!AdmitReplacement(node, &why)) Refuse(node, why);
+    if (postoffice_->finalizing_) {
+      Refuse(node, "the job is ending");
+    } else if (!AdmitReplacement(node, &why)) {
+      Refuse(node, why);
+    }
     return;
   }
   int same_role = 0;
@@ -241,6 +245,7 @@ void SchedulerRole::SendTable(const Node& node, bool replaces_dead_node) {
   reply.meta.control.staleness = config_.consistency.staleness;
   reply.meta.control.key_placement = static_cast<int>(config_.key_placement);
   reply.meta.control.chunk_bytes = config_.chunk_bytes;
+  reply.meta.control.replication = config_.replication;
   reply.meta.recipient = node.id;
   Status s = postoffice_->SendControl(reply);
   LOG_IF(WARNING, !s.ok()) << "cannot send the node table to " << node.DebugString() << ": "
@@ -330,8 +335,13 @@ void SchedulerRole::MarkGone(int id, Node::State state) {
   if (!postoffice_->finalizing_) Broadcast();
   ReleaseCompleteBarriers();
   const Node* gone = view_.Find(id);
-  if (state == Node::kDead && gone && gone->role == Node::kServerRole && !postoffice_->finalizing_) {
-    AdmitParkedReplacement(gone->rank);
+  if (gone && gone->role == Node::kServerRole) {
+    if (state == Node::kDead && !postoffice_->finalizing_) {
+      AdmitParkedReplacement(gone->rank);
+    } else {
+      RefuseParkedReplacement(gone->rank, "server " + std::to_string(gone->rank) +
+                                              " left the job: its place is not free");
+    }
   }
 }
 

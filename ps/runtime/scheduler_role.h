@@ -61,6 +61,8 @@ class SchedulerRole {
   bool AdmitReplacement(const Node& node, std::string* why);
   // Server `rank` was declared dead: a replacement waiting for its place takes it.
   void AdmitParkedReplacement(int rank);
+  // Server `rank` left (or the job ends): a replacement waiting for its place is refused.
+  void RefuseParkedReplacement(int rank, const std::string& why);
   void SendTable(const Node& node, bool replaces_dead_node = false);
   void HandleHeartbeat(const Message& msg);
   void HandleBarrier(const Message& msg);
@@ -91,7 +93,13 @@ class SchedulerRole {
   // Entries of each (group, customer_id) barrier not released yet.
   std::map<std::pair<int, int>, PendingBarrier> barriers_;
   std::set<int> replacements_;  // ids whose current node took a dead node's place
-  std::map<int, Node> parked_;  // by rank: a replacement waiting for that server's death
+  // By rank: a replacement waiting for that server's death, and when it last asked.
+  struct Parked {
+    Node node;
+    Clock::time_point heard;
+  };
+  static constexpr std::chrono::seconds kParkedSilence{3};  // joins repeat every 1 s
+  std::map<int, Parked> parked_;
   int refusal_slot_ = 0;  // cycles the temporary ids used to answer refused joins
   LogLimiter refusal_log_;
 };

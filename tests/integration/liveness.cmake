@@ -48,18 +48,38 @@ set_tests_properties(
   integration.data_before_the_node_table_never_runs_a_handle_on_the_control_loop
   PROPERTIES TIMEOUT 300)
 
-# The restart path without replication: a killed server replaced by a new process with
-# its rank, which resumes from its checkpoint (or starts empty), started by hand or by
-# tracker/launch --restart-failed; the workers' report of what the restart lost matches
-# the final values (server_restart_test.py).
+# A server's death survived: the restart path without replication (a killed server
+# replaced by a new process with its rank, which resumes from its checkpoint or starts
+# empty, started by hand or by tracker/launch --restart-failed; the workers' report of
+# what the restart lost matches the final values: server_restart_test.py), and
+# replication (PS_REPLICATION=2, 3 servers: replicas identical bit for bit; a killed
+# server's keys served by their replicas, no acknowledged update lost or applied twice,
+# by hand and under tracker/launch: replication_test.py). NAME runs SCRIPT HOW with the
+# counter app (and the launcher after it when the last argument is LAUNCH).
 herdps_node_test_app(server_restart_app server_restart_app.cc)
-foreach(how from_checkpoint empty)
-  add_test(NAME integration.server_restart_${how}
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server_restart_test.py ${how}
-            $<TARGET_FILE:server_restart_app>)
-  set_tests_properties(integration.server_restart_${how} PROPERTIES TIMEOUT 150)
-endforeach()
-add_test(NAME integration.server_restart_by_the_launcher
-  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server_restart_test.py launcher
-          $<TARGET_FILE:server_restart_app> ${LAUNCH})
-set_tests_properties(integration.server_restart_by_the_launcher PROPERTIES TIMEOUT 150)
+function(herdps_server_death_test name script how)
+  set(launch)
+  if(ARGN)
+    set(launch ${LAUNCH})
+  endif()
+  add_test(NAME integration.${name}
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/${script} ${how}
+            $<TARGET_FILE:server_restart_app> ${launch})
+  set_tests_properties(integration.${name} PROPERTIES TIMEOUT 150)
+endfunction()
+herdps_server_death_test(server_restart_from_checkpoint server_restart_test.py from_checkpoint)
+herdps_server_death_test(server_restart_empty server_restart_test.py empty)
+herdps_server_death_test(server_restart_by_the_launcher server_restart_test.py launcher LAUNCH)
+herdps_server_death_test(replication_replicas_are_identical replication_test.py
+                         replicas_are_identical)
+herdps_server_death_test(replication_kill_one_of_three replication_test.py kill_one_of_three)
+herdps_server_death_test(replication_launched replication_test.py launched LAUNCH)
+# apps/linear under BSP with PS_REPLICATION=2 finishes with a server killed mid-run, at
+# the loss of a run without the kill (a build without the apps has no linear).
+if(TARGET linear)
+  add_test(NAME integration.replication_linear_finishes_after_a_server_dies
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/replication_test.py linear
+            $<TARGET_FILE:linear> ${LAUNCH})
+  set_tests_properties(integration.replication_linear_finishes_after_a_server_dies
+    PROPERTIES TIMEOUT 300)
+endif()

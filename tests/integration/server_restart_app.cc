@@ -1,6 +1,8 @@
-// Integration: the restart path without replication (docs/fault-tolerance.md). Driven
-// by server_restart_test.py, which kills a server mid-run, starts a new process in its
-// place and checks the counts printed here.
+// Integration: a server's death, with the restart path or with replication
+// (docs/fault-tolerance.md). Driven by server_restart_test.py (which kills a server
+// mid-run, starts a new process in its place and checks the counts printed here) and
+// replication_test.py (which kills a server of a job with PS_REPLICATION=2, or compares
+// the replicas' states).
 //
 // Servers run an OptimizerServer (SGD, learning rate 1, zeros) whose checkpoints come
 // from PS_CHECKPOINT_DIR / PS_CHECKPOINT_EVERY; a push of -1 adds 1, so every key is a
@@ -13,13 +15,23 @@
 // and, after a worker barrier, worker 0 pulls every key and prints
 //   "server_restart_app: counted C over K keys".
 // A lost-update count that is right gives sum(A) - C == sum(L) - sum(U).
+//
+// Each worker also prints, after its counts, its acknowledged pushes per 50 ms from
+// its first push on (wall clock, CLOCK_REALTIME, comparable with the driver's
+// time.time()): "server_restart_app: worker R acks per 50 ms from T: n0 n1 ...".
+//
+// With --save_dir each server saves its whole state to <dir>/server-<rank>.ckpt after
+// ps::Finalize (every push acknowledged by then); --optimizer picks the server's
+// optimizer (counters need sgd).
 #include <gflags/gflags.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
+#include <ctime>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -30,6 +42,8 @@ DEFINE_int32(keys, 64, "counters (keys 0 .. keys-1, spread over the servers)");
 DEFINE_int32(pushes, 3000, "acknowledged pushes each worker makes");
 DEFINE_int32(push_gap_us, 1000, "pause between two pushes");
 DEFINE_int32(retry_ms, 100, "pause after a failed push");
+DEFINE_string(optimizer, "sgd", "the servers' optimizer (sgd with lr 1 makes counters)");
+DEFINE_string(save_dir, "", "servers save <dir>/server-<rank>.ckpt after ps::Finalize");
 DEFINE_string(marker, "", "ignored; lets the test driver find this run's processes");
 
 namespace {
@@ -43,6 +57,12 @@ void Say(const char* format, ...) {
   std::printf("\n");
   std::fflush(stdout);
   va_end(args);
+}
+
+double WallNow() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
 struct Tally {
@@ -68,12 +88,17 @@ int RunWorker() {
   uint64_t failed = 0;
   int next_key = rank % FLAGS_keys;
   Say("worker %d pid %d started", rank, static_cast<int>(getpid()));
+  const double started = WallNow();
+  std::vector<uint32_t> acks_per_bucket;  // per 50 ms since `started`
   while (acknowledged < static_cast<uint64_t>(FLAGS_pushes)) {
     std::vector<ps::Key> key = {static_cast<ps::Key>(next_key)};
     std::vector<float> minus_one = {-1.0f};
     ps::Status s = kv.Wait(kv.Push(key, minus_one));
     if (s.ok()) {
       ++acknowledged;
+      const size_t bucket = static_cast<size_t>((WallNow() - started) / 0.05);
+      if (bucket >= acks_per_bucket.size()) acks_per_bucket.resize(bucket + 1, 0);
+      ++acks_per_bucket[bucket];
       next_key = (next_key + 1) % FLAGS_keys;
       if (FLAGS_push_gap_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(FLAGS_push_gap_us));
       continue;
@@ -88,6 +113,9 @@ int RunWorker() {
       static_cast<unsigned long long>(tally.lost),
       static_cast<unsigned long long>(tally.unacknowledged_applied), tally.restarts,
       static_cast<unsigned long long>(failed));
+  std::string buckets;
+  for (uint32_t n : acks_per_bucket) buckets += " " + std::to_string(n);
+  Say("worker %d acks per 50 ms from %.3f:%s", rank, started, buckets.c_str());
   ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
   if (rank == 0) {
     std::vector<ps::Key> keys;
@@ -113,13 +141,24 @@ int main(int argc, char** argv) {
   int rc = 0;
   if (ps::IsServer()) {
     ps::OptimizerServerOptions options;
-    options.optimizer.kind = ps::OptimizerKind::kSgd;
-    options.optimizer.lr = 1;
+    ps::Status valid = ps::ParseOptimizerKind(FLAGS_optimizer, &options.optimizer.kind);
+    if (!valid.ok()) {
+      Say("--optimizer: %s", valid.ToString().c_str());
+      return 2;
+    }
+    options.optimizer.lr = options.optimizer.kind == ps::OptimizerKind::kSgd ? 1 : 0.01;
     auto server = std::make_unique<ps::OptimizerServer>(0, options);
+    const int rank = ps::MyRank();
     ps::OptimizerServer::Restored restored = server->restored();
-    Say("server %d pid %d started%s%s", ps::MyRank(), static_cast<int>(getpid()),
+    Say("server %d pid %d started%s%s", rank, static_cast<int>(getpid()),
         restored.checkpoint.empty() ? "" : " from ", restored.checkpoint.c_str());
     ps::Finalize(0, true);
+    if (!FLAGS_save_dir.empty()) {
+      std::string path = FLAGS_save_dir + "/server-" + std::to_string(rank) + ".ckpt";
+      ps::Status saved = server->SaveCheckpoint(path);
+      Say("server %d saved %s: %s", rank, path.c_str(), saved.ToString().c_str());
+      if (!saved.ok()) return 1;
+    }
     return 0;
   }
   if (ps::IsWorker()) rc = RunWorker();

@@ -64,24 +64,38 @@ def check_counts(f, texts):
     return lost
 
 
+def launch_and_kill_server_1(job, app, launch, servers, pushes, env, options=()):
+    """Runs the counter workload (2 workers, `servers` servers) under the launcher with
+    `env` and the launcher's `options`, kills server 1 with SIGKILL 1.5 s into the
+    pushes, and waits for the job to end. Returns the launcher's process and output."""
+    p = job.launch(app, launch, WORKERS, servers, [f"--pushes={pushes}", f"--keys={KEYS}"],
+                   120, env=env, options=options)
+
+    def server_1_pid():
+        m = re.search(r"server_restart_app: server 1 pid (\d+) started", p.text())
+        return int(m.group(1)) if m else None
+    if not wait_until(lambda: all(f"worker {r} pid" in p.text() for r in range(WORKERS))
+                      and server_1_pid(), START_S):
+        raise AssertionError("the job did not start")
+    time.sleep(1.5)
+    os.kill(server_1_pid(), signal.SIGKILL)
+    if not wait_exits([p], 90):
+        raise AssertionError("the job did not finish after server 1 was killed")
+    return p, p.text()
+
+
+def worker_texts(out):
+    """Each worker's lines of a launcher's output, worker 0's first."""
+    return ["\n".join(line for line in out.splitlines() if line.startswith(f"[worker {r}]"))
+            for r in range(WORKERS)]
+
+
 def run_launched(app, launch, f):
     with Job() as job:
         ckpt = os.path.join(job.tmp.name, "ckpt")
         env = dict(HEARTBEATS, PS_CHECKPOINT_DIR=ckpt, PS_CHECKPOINT_EVERY="100pushes")
-        p = job.launch(app, launch, WORKERS, SERVERS, [f"--pushes={PUSHES}", f"--keys={KEYS}"],
-                       120, env=env, options=["--restart-failed", "1"])
-
-        def server_1_pid():
-            m = re.search(r"server_restart_app: server 1 pid (\d+) started", p.text())
-            return int(m.group(1)) if m else None
-        if not wait_until(lambda: all(f"worker {r} pid" in p.text() for r in range(WORKERS))
-                          and server_1_pid(), START_S):
-            raise AssertionError("the job did not start")
-        time.sleep(1.5)
-        os.kill(server_1_pid(), signal.SIGKILL)
-        if not wait_exits([p], 90):
-            raise AssertionError("the job did not finish after the restart")
-        out = p.text()
+        p, out = launch_and_kill_server_1(job, app, launch, SERVERS, PUSHES, env,
+                                          ["--restart-failed", "1"])
         f.expect(p.proc.returncode == 0, f"the launcher exited {p.proc.returncode}, not 0")
         f.expect("server 1 was killed by signal 9 (SIGKILL); starting a new server 1 in its "
                  "place (restart 1 of --restart-failed 1)" in out,
@@ -89,9 +103,7 @@ def run_launched(app, launch, f):
         f.expect(re.search(r"\[server 1\] server_restart_app: server 1 pid \d+ started from "
                            r".*server-1\.ckpt", out) is not None,
                  "the new server 1 did not resume from server-1.ckpt")
-        texts = ["\n".join(line for line in out.splitlines()
-                           if line.startswith(f"[worker {r}]")) for r in range(WORKERS)]
-        check_counts(f, texts)
+        check_counts(f, worker_texts(out))
         left = job.left()
         f.expect(left == [], f"processes left: {left}")
 

@@ -607,6 +607,24 @@ TEST(Config, ReceiveInWaitDefaultsOnIsReadAndRefusesGarbage) {
   EXPECT_TRUE(Contains(s, "PS_RECEIVE_IN_WAIT")) << s.ToString();
 }
 
+TEST(Config, ReplicationDefaultsToOneAndIsAtMostTheServers) {
+  Config c;
+  ASSERT_TRUE(Load(RequiredEnv(), &c).ok());
+  EXPECT_EQ(c.replication, 1);
+  EXPECT_FALSE(c.replication_set);
+  Env env = RequiredEnv();  // 2 servers
+  env["PS_REPLICATION"] = "2";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_EQ(c.replication, 2);
+  EXPECT_TRUE(c.replication_set);
+  for (const char* bad : {"3", "0", "two"}) {
+    env["PS_REPLICATION"] = bad;
+    Status s = Load(env, &c);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << bad;
+    EXPECT_TRUE(Contains(s, "PS_REPLICATION")) << s.ToString();
+  }
+}
+
 TEST(Config, CheckpointsAreOffUnlessAFolderIsNamed) {
   Config c;
   ASSERT_TRUE(Load(RequiredEnv(), &c).ok());

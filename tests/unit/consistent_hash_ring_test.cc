@@ -148,5 +148,73 @@ TEST(ConsistentHashRing, HashKeyGivesConsecutiveKeysDistinctWellSpreadHashes) {
   EXPECT_EQ(ConsistentHashRing::HashKey(42), ConsistentHashRing::HashKey(42));
 }
 
+TEST(ConsistentHashRing, ReplicasAreTheOwnerThenTheNextDistinctServersOfTheRing) {
+  ConsistentHashRing ring(5, kPoints);
+  ConsistentHashRing without_owner_sets[5] = {
+      ConsistentHashRing({1, 2, 3, 4}, kPoints), ConsistentHashRing({0, 2, 3, 4}, kPoints),
+      ConsistentHashRing({0, 1, 3, 4}, kPoints), ConsistentHashRing({0, 1, 2, 4}, kPoints),
+      ConsistentHashRing({0, 1, 2, 3}, kPoints)};
+  std::vector<int> replicas;
+  for (Key k = 0; k < 5000; ++k) {
+    ring.ReplicasOf(k, 3, &replicas);
+    ASSERT_EQ(replicas.size(), 3u);
+    EXPECT_EQ(replicas[0], ring.ServerOf(k));
+    EXPECT_EQ(std::set<int>(replicas.begin(), replicas.end()).size(), 3u) << "key " << k;
+    // The second replica is whom the key moves to once its owner is off the ring.
+    EXPECT_EQ(replicas[1], without_owner_sets[replicas[0]].ServerOf(k)) << "key " << k;
+  }
+  ring.ReplicasOf(7, 9, &replicas);
+  EXPECT_EQ(replicas.size(), 5u);  // at most every server
+}
+
+TEST(ConsistentHashRing, FailoverSendsADeadServersKeysToTheirFirstLiveReplica) {
+  ConsistentHashRing ring(4, kPoints);
+  ConsistentHashRing failed = ring.WithFailover(2, {1});
+  std::vector<int> replicas;
+  int moved = 0;
+  for (Key k = 0; k < 20000; ++k) {
+    ring.ReplicasOf(k, 2, &replicas);
+    if (replicas[0] == 1) {
+      EXPECT_EQ(failed.ServerOf(k), replicas[1]) << "key " << k;
+      ++moved;
+    } else {
+      EXPECT_EQ(failed.ServerOf(k), replicas[0]) << "key " << k;
+    }
+  }
+  EXPECT_GT(moved, 20000 / 4 * 8 / 10);
+  // Both replicas dead: the key stays on its owner (requests fail, nothing is served
+  // from a server without its history); replication 1: nothing moves.
+  ConsistentHashRing both = ring.WithFailover(2, {0, 1});
+  ConsistentHashRing unreplicated = ring.WithFailover(1, {1});
+  for (Key k = 0; k < 2000; ++k) {
+    ring.ReplicasOf(k, 2, &replicas);
+    if (replicas[0] <= 1 && replicas[1] <= 1) {
+      EXPECT_EQ(both.ServerOf(k), replicas[0]);
+    }
+    EXPECT_EQ(unreplicated.ServerOf(k), ring.ServerOf(k));
+  }
+}
+
+TEST(ConsistentHashRing, ChunkReplicasAreTheNextRanksAndFailOverThere) {
+  ConsistentHashRing ring(3, kPoints);
+  std::vector<int> replicas;
+  for (uint32_t c = 0; c < 6; ++c) {
+    ring.ReplicasOfChunk(11, c, 2, &replicas);
+    ASSERT_EQ(replicas.size(), 2u);
+    EXPECT_EQ(replicas[0], ring.ServerOfChunk(11, c));
+    EXPECT_EQ(replicas[1], (replicas[0] + 1) % 3);
+    int dead = replicas[0];
+    EXPECT_EQ(ring.WithFailover(2, {dead}).ServerOfChunk(11, c), replicas[1]);
+  }
+}
+
+TEST(ConsistentHashRing, RangeReplicasAreTheNextRanks) {
+  ConsistentHashRing ranges = ConsistentHashRing::Ranges(4);
+  std::vector<int> replicas;
+  ranges.ReplicasOf(kMaxKey - 1, 2, &replicas);
+  EXPECT_EQ(replicas, (std::vector<int>{3, 0}));
+  EXPECT_EQ(ranges.WithFailover(2, {3}).ServerOf(kMaxKey - 1), 0);
+}
+
 }  // namespace
 }  // namespace ps

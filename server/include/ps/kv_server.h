@@ -70,8 +70,9 @@ class KVServer : public SimpleApp {
           }
         },
         /*open_now=*/false, options);
-    customer_->set_abort_handle(
-        [this](int ts, uint64_t id, const Status& s) { AbortIfMine(ts, id, s); });
+    customer_->set_abort_handle([this](int ts, uint64_t id, const Status& s) {
+      if (!AbortIfMine(ts, id, s) && on_abort_) on_abort_(ts, id, s);
+    });
     AttachCustomer(customer_.get());
   }
   virtual ~KVServer() { Close(); }
@@ -110,6 +111,18 @@ class KVServer : public SimpleApp {
 
   int app_id() const { return app_id_; }
 
+  // For a server app that sends KV requests of its own to other servers through this
+  // KVServer's customer (get_customer(); OptimizerServer forwards pushes to replicas):
+  // their answers go to `on_answer`, on the thread that receives them, and those the
+  // runtime ends early (a dead recipient, PS_REQUEST_TIMEOUT) to `on_abort`, on the
+  // control thread (it must not block). Set both before the first such request.
+  using AnswerHandle = std::function<void(Message& answer)>;
+  using AbortHandle = std::function<void(int timestamp, uint64_t request_id, const Status&)>;
+  void set_own_request_handles(const AnswerHandle& on_answer, const AbortHandle& on_abort) {
+    on_answer_ = on_answer;
+    on_abort_ = on_abort;
+  }
+
   // Declares that the handle takes chunks of large values (KVMeta::chunk >= 0): it
   // must store chunk c of key k apart from the key's other chunks and from a whole
   // value of k. Call before set_request_handle, and keep it for the server's life:
@@ -119,6 +132,12 @@ class KVServer : public SimpleApp {
   // a server app that does not take them is refused with Unimplemented and fails its
   // request.
   void AcceptChunks() { accept_chunks_ = true; }
+
+  // Declares that the app keeps replicas of its keys (PS_REPLICATION >= 2; an
+  // OptimizerServer does): once a server is dead, its keys' requests come to their
+  // first live replica, here. A KVServer that does not declare it refuses those with
+  // Unavailable rather than serve keys whose history it does not hold.
+  void KeepsReplicas() { keeps_replicas_ = true; }
 
  private:
   Message Answer(const KVMeta& req) {
@@ -146,7 +165,10 @@ class KVServer : public SimpleApp {
   }
 
   void Process(Message& msg) {
-    if (!msg.meta.request) return;
+    if (!msg.meta.request) {
+      if (on_answer_) on_answer_(msg);
+      return;
+    }
     KVMeta meta;
     meta.cmd = msg.meta.head;
     meta.push = msg.meta.push;
@@ -162,6 +184,11 @@ class KVServer : public SimpleApp {
     meta.chunk = msg.meta.chunk;
     meta.chunk_offset = msg.meta.chunk_offset;
     meta.value_len = msg.meta.value_len;
+    meta.replica_of = msg.meta.replica_of;
+    meta.resent = msg.meta.resent;
+    meta.origin_request = msg.meta.origin_request;
+    meta.origin_customer = msg.meta.origin_customer;
+    meta.first_server = msg.meta.first_server;
     // Only fp16 answers exist (docs/pipeline.md); other values are ignored.
     meta.pull_compression = msg.meta.pull_compression == static_cast<int>(Codec::kFp16)
                                 ? msg.meta.pull_compression
@@ -190,6 +217,13 @@ class KVServer : public SimpleApp {
                                         " values; codecs encode floats");
     }
     if (s.ok()) s = ParseKVPairs<Val>(msg, /*need_sorted=*/true, &data);
+    if (s.ok() && !keeps_replicas_) {
+      Status mine = OwnsKeys(meta, data);
+      if (!mine.ok()) {
+        ResponseError(meta, mine);
+        return;
+      }
+    }
     if (s.ok() && meta.push && data.vals.empty() && !data.keys.empty()) {
       s = Status::InvalidArgument("push without values");
     }
@@ -218,13 +252,37 @@ class KVServer : public SimpleApp {
     }
   }
 
+  // Once keys fail over to their replicas (a server died, PS_REPLICATION >= 2): whether
+  // this server owns every key of the request by the whole ring. An app that keeps no
+  // replicas holds nothing of a dead server's keys.
+  Status OwnsKeys(const KVMeta& meta, const KVPairs<Val>& data) const {
+    Postoffice* po = Postoffice::Get();
+    const ConsistentHashRing& ring = po->ring();
+    if (!ring.failed_over()) return Status::OK();
+    const int me = po->my_rank();
+    for (Key key : data.keys) {
+      const int owner = meta.chunk >= 0 ? ring.OwnerOfChunk(key, static_cast<uint32_t>(meta.chunk))
+                                        : ring.OwnerOf(key);
+      if (owner != me) {
+        return Status::Unavailable("key " + std::to_string(key) + " of app " +
+                                   std::to_string(app_id_) + " belongs to server " +
+                                   std::to_string(owner) + ", which is dead, and this app keeps "
+                                   "no replicas (KVServer::KeepsReplicas)");
+      }
+    }
+    return Status::OK();
+  }
+
   const int app_id_;
   bool closed_ = false;
   bool accept_chunks_ = false;
+  bool keeps_replicas_ = false;
   LogLimiter reject_log_;
   LogLimiter answer_log_;  // answers that could not be sent
   LogLimiter thrown_log_;  // handle calls that threw
   ReqHandle request_handle_;
+  AnswerHandle on_answer_;
+  AbortHandle on_abort_;
   std::unique_ptr<Customer> customer_;  // last: destroyed first, so no handler runs after
 };
 

@@ -27,14 +27,18 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
+#include "ps/internal/log_limiter.h"
+#include "ps/internal/message.h"
 #include "ps/kv_server.h"
 #include "ps/optimizer.h"
 #include "ps/value_init.h"
 
 namespace ps {
 
+class AppliedCopies;
 class ShardStore;
 class ShardThread;
 struct CheckpointData;
@@ -156,6 +160,22 @@ class OptimizerServer {
   // The SimpleApp request handle of the server: answers restore reports.
   void AnswerSimpleRequest(const SimpleData& request, SimpleApp* app);
   void CountPush(int sender);
+  // Replication (optimizer_server_replicas.cc): the copies of a push for the key's
+  // other live replicas, one message per replica; sending them (the request's answer
+  // then waits for theirs); their end, answered or not.
+  std::vector<Message> PlanReplicaCopies(const KVMeta& meta, const KVPairs<float>& data);
+  void SendReplicaCopies(Request* request, std::vector<Message>* copies);
+  void OnCopyAnswered(Message& answer);
+  void OnCopyAborted(int timestamp, uint64_t id, const Status& status);
+  void EndCopy(uint64_t id, const Status& status, bool answered);
+  // A copy, or a part a worker sent again after a failover: false when this server
+  // took it before (by the worker request and the server it was first sent to).
+  bool TakeOnce(const KVMeta& meta);
+  // Answers a push taken before without applying it again (its pull, if any, is
+  // served; a part sent again still goes on to the replicas that live).
+  void AnswerDuplicate(const KVMeta& meta, const KVPairs<float>& data);
+  // A request in progress, with `remaining` parts and copies to end before its answer.
+  Request* NewRequest(const KVMeta& meta, const KVPairs<float>& data, int remaining);
   // Copies every shard's state, after the work queued before the call.
   void Snapshot(CheckpointData* data);
 
@@ -170,6 +190,20 @@ class OptimizerServer {
   size_t worker_ranks_ = 0;
   mutable std::mutex restored_mu_;
   Restored restored_;  // under restored_mu_
+  // Replication: the job's PS_REPLICATION, and the copies sent and not ended, by their
+  // request id.
+  int replication_ = 1;
+  struct CopyInFlight {
+    Request* request = nullptr;
+    int timestamp = 0;
+    int replica = 0;  // node id
+  };
+  std::mutex copies_mu_;
+  std::unordered_map<uint64_t, CopyInFlight> copies_in_flight_;  // under copies_mu_
+  std::atomic<uint64_t> replica_losses_{0};
+  std::unique_ptr<AppliedCopies> applied_copies_;
+  std::atomic<uint64_t> duplicates_{0};
+  LogLimiter replica_log_;
   int clock_listener_ = -1;  // sync_aggregation: closes rounds as the clocks move
   // sync_aggregation: the newest minimum whose rounds every shard has been asked to
   // close (set by the listener, read by Handle to check clocks).

@@ -196,10 +196,12 @@ class KVWorker : public SimpleApp {
 
   // Servers that died and came back as a new process since the last call (a server
   // that took a dead one's place: docs/fault-tolerance.md), each with what the restart
-  // lost of this KVWorker's pushes: those the dead process acknowledged against those
-  // the new one's state holds (ps/server_restart.h). Asks each such server (an
-  // OptimizerServer answers; other apps' servers report Unimplemented) and blocks for
-  // the answers. A server reported here is reported again only after another restart.
+  // lost of this KVWorker's pushes: those the dead processes acknowledged against those
+  // the new one's state holds (ps/server_restart.h). Only servers that acknowledged a
+  // push of this KVWorker before count. Asks each such server (an OptimizerServer
+  // answers; other apps' servers report Unimplemented) and blocks for the answers. A
+  // server reported with its counts is reported again only after another restart; one
+  // whose report failed otherwise than Unimplemented is asked again at the next call.
   // Call it where the app can stop and look, e.g. after a request failed with
   // Unavailable and before retrying it, or at the end of an epoch.
   std::vector<ServerRestart> Restarts() { return AskServerRestarts(this, pipeline_.get()); }

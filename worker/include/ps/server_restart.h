@@ -3,7 +3,10 @@
 // KVWorker::Restarts reports it. See docs/fault-tolerance.md.
 //
 // Counts are this worker's push requests to that server (the part of a push that went
-// to it: one per push, or one per chunk of a chunked value), not keys or values.
+// to it: one per push, or one per chunk of a chunked value), not keys or values. The
+// server counts by worker node and app, so the counts are exact for one KVWorker per
+// app in a worker node (several KVWorkers of one app in one node share the server's
+// count).
 #ifndef PS_SERVER_RESTART_H_
 #define PS_SERVER_RESTART_H_
 
@@ -18,8 +21,9 @@ struct ServerRestart {
   int server = -1;               // its rank
   // The new process's answer to the report's question; when it failed, the counts
   // below other than `acknowledged` are unknown (0): Unimplemented from a server app
-  // that is not an OptimizerServer or resumed from a checkpoint older than format 3,
-  // Unavailable when it is gone again (the next call asks its next process).
+  // that is not an OptimizerServer or resumed from a checkpoint older than format 3
+  // (reported once); another failure (the server app not serving yet, the process
+  // gone again) is reported and asked again at the next call.
   Status status;
   bool from_checkpoint = false;  // false: it started empty and holds nothing
   std::string checkpoint;        // the file it resumed from

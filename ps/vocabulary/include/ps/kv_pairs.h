@@ -45,6 +45,15 @@ struct KVMeta {
   uint64_t incarnation = 0;
   uint32_t part = 0;
   int pull_compression = 0;  // a pull may be answered with fp16 values (Response does it)
+  // A push another server forwarded as a replica of its keys (PS_REPLICATION >= 2): the
+  // node id of the worker that pushed it; -1 for a request from its requester itself.
+  int replica_of = -1;
+  // A part the worker sent again after its server died (failover), and a copy's
+  // worker request id and customer id: what tells a replica a push it already has.
+  bool resent = false;
+  uint64_t origin_request = 0;
+  int origin_customer = 0;
+  int first_server = -1;  // the rank the worker first sent the part to
 };
 
 }  // namespace ps

@@ -173,6 +173,15 @@ class RequestPipeline {
   // that would chunk ends with `failure` (not OK).
   void LaunchHeldRequest(uint64_t id, ChunkSupport answer, const Status& failure);
   Status TakeAnswer(Part& part, const Pending& p, Message& msg);
+  // Failover (part_failover.cc), with PS_REPLICATION >= 2. Keeps each part's message
+  // as sent.
+  void KeepSentParts(Pending* p, const std::vector<Message>& messages);
+  // Request `id` ends early with `status`: true when instead its parts whose server
+  // died go again to their keys' new servers (posted to the customer's own thread).
+  bool FailOverLater(uint64_t id, const Status& status);
+  // Sends request `id`'s parts whose server is dead to the replicas that took their
+  // keys over, marked resent; ends the request when one has no live replica.
+  void Reroute(uint64_t id);
   // Encodes the values of push parts whose keys have a codec; throws ps::Error (nothing
   // sent) on values a codec refuses.
   void Encode(const PipelineRequest& req, const Pending& p, std::vector<Message>* messages);
@@ -233,6 +242,7 @@ class RequestPipeline {
   LogLimiter failure_log_;
   LogLimiter callback_log_;  // callbacks that threw
   LogLimiter stray_log_;
+  LogLimiter failover_log_;  // requests whose parts went to a dead server's replicas
 };
 
 }  // namespace ps

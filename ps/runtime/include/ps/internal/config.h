@@ -100,6 +100,11 @@ struct Config {
   static constexpr uint64_t kMinChunkBytes = 1024;
   uint64_t chunk_bytes = kDefaultChunkBytes;
   bool chunk_bytes_set = false;
+  // PS_REPLICATION: each key (and chunk) lives on this many servers, its owner and the
+  // next ones of the ring (docs/fault-tolerance.md); 1 to PS_NUM_SERVER. Only the
+  // scheduler's counts, as above.
+  int replication = 1;
+  bool replication_set = false;
   // PS_CHECKPOINT_DIR: where an OptimizerServer whose options name no folder writes
   // <dir>/server-<rank>.ckpt and resumes from it (docs/fault-tolerance.md). Empty: no
   // checkpoints. PS_CHECKPOINT_EVERY: when, as comma-separated terms "<seconds>[s]" and

@@ -6,6 +6,13 @@
 // only about 1/N of the keys. The placement depends only on the server ranks and the
 // number of points, so every worker computes the same ring without talking.
 //
+// Replication (PS_REPLICATION=R, docs/fault-tolerance.md): a key's replicas are its
+// owner and the next R-1 distinct servers clockwise (ranges: the next ranks); a chunk's
+// are its server and the next R-1 ranks. They are fixed by the whole ring, dead servers
+// included: the servers that hold a key's history. Once servers are dead
+// (WithFailover), a key belongs to its first live replica, so that the server that
+// takes over a dead one's keys is the one that holds them.
+//
 // Thread safety: immutable after construction; safe to share across threads.
 #ifndef PS_INTERNAL_CONSISTENT_HASH_RING_H_
 #define PS_INTERNAL_CONSISTENT_HASH_RING_H_
@@ -40,6 +47,12 @@ class ConsistentHashRing {
   static ConsistentHashRing Make(Placement placement, const std::vector<int>& server_ranks,
                                  int virtual_nodes);
 
+  // This ring with `dead_ranks` failed over (replication >= 2): ServerOf and
+  // ServerOfChunk name a key's first live replica (its owner while that lives; the
+  // owner, dead, when no replica lives, so that requests fail rather than reach a
+  // server without its history). With replication 1 or no dead rank, the ring as is.
+  ConsistentHashRing WithFailover(int replication, const std::vector<int>& dead_ranks) const;
+
   // The rank of the server that owns `key`.
   int ServerOf(Key key) const;
   // The rank of the server that owns chunk `chunk` of a value stored in chunks
@@ -47,6 +60,18 @@ class ConsistentHashRing {
   // after it in rank order (wrapping around), so a large value's chunks spread evenly
   // over the servers, whatever the placement.
   int ServerOfChunk(Key key, uint32_t chunk) const;
+  // The `count` replicas of `key` (its owner first; at most every server), whatever is
+  // dead, into *out (cleared).
+  void ReplicasOf(Key key, int count, std::vector<int>* out) const;
+  // The same for chunk `chunk` of key: ServerOfChunk's rank, then the next ranks.
+  void ReplicasOfChunk(Key key, uint32_t chunk, int count, std::vector<int>* out) const;
+  int replication() const { return replication_; }
+  // Whether some server is dead and its keys fail over (WithFailover).
+  bool failed_over() const { return !dead_.empty(); }
+  // The owner of `key` (of chunk `chunk` of it) by the whole ring, as if no server
+  // were dead: the replica that holds its history first.
+  int OwnerOf(Key key) const;
+  int OwnerOfChunk(Key key, uint32_t chunk) const;
 
   Placement placement() const { return placement_; }
   bool empty() const { return servers_.empty(); }
@@ -59,9 +84,14 @@ class ConsistentHashRing {
 
  private:
   std::vector<std::pair<uint64_t, int>> points_;  // sorted by position (kRing)
+  // The first live one of `replicas`, or the first when none lives.
+  int FirstLive(const std::vector<int>& replicas) const;
+
   std::vector<int> servers_;
   int virtual_nodes_ = 0;
   Placement placement_ = kRing;
+  int replication_ = 1;
+  std::vector<bool> dead_;  // by rank; empty while no server is dead
 };
 
 }  // namespace ps

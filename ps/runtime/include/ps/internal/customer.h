@@ -98,6 +98,9 @@ class Customer {
   int NewDataRequest(const std::vector<int>& peers, uint64_t* request_id);
   // The request id of an in-flight timestamp, or 0.
   uint64_t RequestIdOf(int timestamp);
+  // Request `request_id` (in flight) now waits for `peers` too: their death ends it
+  // as for its first peers (a part sent again to another node).
+  void AddPeers(uint64_t request_id, const std::vector<int>& peers);
   // Marks `timestamp` finished with `status` and wakes its waiters. A second finish
   // of the same request is ignored.
   void FinishRequest(int timestamp, const Status& status);

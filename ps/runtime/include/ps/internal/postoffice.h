@@ -155,6 +155,9 @@ class Postoffice {
   // The job's chunk size (PS_CHUNK_BYTES as the scheduler has it): values longer than
   // this travel and are stored in chunks; 0: whole. Set once the node has joined.
   uint64_t chunk_bytes() const { return chunk_bytes_; }
+  // The job's PS_REPLICATION as the scheduler has it: each key lives on this many
+  // servers (docs/fault-tolerance.md). Set once the node has joined.
+  int replication() const { return replication_; }
   // Whether this node took a dead node's place in a running job (ps-lite's recovery):
   // a server that joined after the job formed, given a dead server's id and rank
   // (docs/fault-tolerance.md). Its Start skips the start barrier. Set once it joined.
@@ -251,6 +254,7 @@ class Postoffice {
   ConsistencyModel consistency_;  // set before the node counts as joined, read after
   ConsistentHashRing::Placement key_placement_ = ConsistentHashRing::kRing;  // likewise
   uint64_t chunk_bytes_ = 0;  // likewise
+  int replication_ = 1;  // likewise
   std::mutex key_ranges_mu_;
   std::vector<Range> key_ranges_;  // GetServerKeyRanges, made on first use
   Node my_node_;

@@ -85,6 +85,7 @@ struct Control {
   // kAddNode answer: the node takes a dead node's place (its id and rank) in a job that
   // is running, whose start barrier the others passed long ago.
   bool replaces_dead_node = false;
+  int replication = 1;  // the job's PS_REPLICATION (servers per key)
   std::string token;     // kAddNode request: the job token
   uint64_t membership_version = 0;
   bool empty() const { return cmd == kData; }
@@ -117,6 +118,17 @@ struct Meta {
   uint64_t value_len = 0;           // a chunk's key: its whole value length
   bool chunk_query = false;         // request: does the server app take chunks?
   bool takes_chunks = false;        // the answer to a chunk_query
+  // A push a server forwards to a replica of its keys: the node id of the worker that
+  // pushed it; -1 when the message is not a replica's copy.
+  int replica_of = -1;
+  // A request part a worker sends again, after its server died, to the replica that
+  // took over its keys (docs/fault-tolerance.md).
+  bool resent = false;
+  // A replica's copy: the worker's request id and customer id.
+  uint64_t origin_request = 0;
+  int origin_customer = 0;
+  // A resent part, or a copy: the rank of the server the worker first sent it to.
+  int first_server = -1;
   uint64_t sequence = 0;            // reliable delivery; 0 = not tracked
   uint64_t request_id = 0;          // 64-bit request id (answers echo it)
   uint64_t incarnation = 0;         // the requesting customer's incarnation (echoed)

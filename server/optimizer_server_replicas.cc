@@ -1,0 +1,207 @@
+// OptimizerServer: replication (PS_REPLICATION >= 2, docs/fault-tolerance.md). A push
+// a worker sends to a key's owner is forwarded to the key's other live replicas, each
+// getting the keys it holds; the worker's answer waits until the owner applied it and
+// every copy was answered, so an acknowledged update is on every live replica.
+//
+// Copies leave on the receive thread in the order requests are taken, over one
+// connection per replica, so a replica applies each key's pushes in the owner's order:
+// same updates, same order, same state, bit for bit (optimizer state and step counts
+// too). A replica takes a copy as the owner takes a push (validation, shards, rounds
+// of synchronous aggregation, the worker's push count) and forwards it no further.
+#include <glog/logging.h>
+
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ps/internal/kv_message.h"
+#include "ps/internal/membership.h"
+#include "ps/internal/postoffice.h"
+#include "applied_copies.h"
+#include "ps/optimizer_server.h"
+
+namespace ps {
+
+std::vector<Message> OptimizerServer::PlanReplicaCopies(const KVMeta& meta,
+                                                       const KVPairs<float>& data) {
+  std::vector<Message> copies;
+  Postoffice* po = Postoffice::Get();
+  const MembershipView* view = po->membership();
+  const ConsistentHashRing& ring = view->ring;
+  const int me = po->my_rank();
+  const size_t n = data.keys.size();
+  // The replicas other than this server that live, by rank: the keys each holds. Only
+  // the replicas of the whole ring hold a key's history: a key whose replica died runs
+  // on fewer copies (re-replication is not built), never on a copy without its past.
+  std::vector<std::vector<uint32_t>> by_replica;
+  std::vector<int> replicas;
+  for (size_t i = 0; i < n; ++i) {
+    if (meta.chunk >= 0) {
+      ring.ReplicasOfChunk(data.keys[i], static_cast<uint32_t>(meta.chunk), replication_, &replicas);
+    } else {
+      ring.ReplicasOf(data.keys[i], replication_, &replicas);
+    }
+    for (int rank : replicas) {
+      if (rank == me || !view->IsAlive(Postoffice::ServerRankToID(rank))) continue;
+      if (static_cast<size_t>(rank) >= by_replica.size()) by_replica.resize(rank + 1);
+      by_replica[rank].push_back(static_cast<uint32_t>(i));
+    }
+  }
+  std::vector<size_t> offsets;
+  const size_t width = data.lens.empty() && n ? data.vals.size() / n : 0;
+  if (!data.lens.empty()) offsets = ValueOffsets(data.lens.data(), n);
+  for (size_t rank = 0; rank < by_replica.size(); ++rank) {
+    const std::vector<uint32_t>& pos = by_replica[rank];
+    if (pos.empty()) continue;
+    KVPairs<float> part;
+    if (pos.size() == n) {
+      part = data;  // every key: the request's own arrays, no copy
+    } else {
+      part.keys.resize(pos.size());
+      size_t total = 0;
+      for (size_t j = 0; j < pos.size(); ++j) {
+        part.keys[j] = data.keys[pos[j]];
+        total += offsets.empty() ? width : offsets[pos[j] + 1] - offsets[pos[j]];
+      }
+      part.vals.resize(total);
+      if (!offsets.empty()) part.lens.resize(pos.size());
+      size_t out = 0;
+      for (size_t j = 0; j < pos.size(); ++j) {
+        const size_t i = pos[j];
+        const size_t begin = offsets.empty() ? i * width : offsets[i];
+        const size_t len = offsets.empty() ? width : offsets[i + 1] - offsets[i];
+        if (!offsets.empty()) part.lens[j] = data.lens[i];
+        std::memcpy(part.vals.data() + out, data.vals.data() + begin, len * sizeof(float));
+        out += len;
+      }
+    }
+    Message copy;
+    copy.meta.app_id = server_->app_id();
+    copy.meta.customer_id = server_->app_id();
+    copy.meta.request = true;
+    copy.meta.push = true;
+    copy.meta.head = meta.cmd;
+    copy.meta.clock = meta.clock;
+    copy.meta.chunk = meta.chunk;
+    copy.meta.chunk_offset = meta.chunk_offset;
+    copy.meta.value_len = meta.value_len;
+    copy.meta.replica_of = meta.sender;
+    copy.meta.origin_request = meta.request_id;
+    copy.meta.origin_customer = meta.customer_id;
+    copy.meta.resent = meta.resent;
+    copy.meta.first_server = meta.resent ? meta.first_server : me;
+    copy.meta.recipient = Postoffice::ServerRankToID(static_cast<int>(rank));
+    AppendKVPairs(part, &copy);
+    copies.push_back(std::move(copy));
+  }
+  return copies;
+}
+
+bool OptimizerServer::TakeOnce(const KVMeta& meta) {
+  const bool copy = meta.replica_of >= 0;
+  AppliedCopies::Id id;
+  id.worker = copy ? meta.replica_of : meta.sender;
+  id.customer = copy ? meta.origin_customer : meta.customer_id;
+  id.request = copy ? meta.origin_request : meta.request_id;
+  id.chunk = meta.chunk;
+  id.first_server = copy && !meta.resent ? Postoffice::IDtoRank(meta.sender) : meta.first_server;
+  bool forgot_young = false;
+  const bool first = applied_copies_->Insert(id, &forgot_young);
+  LOG_IF(WARNING, forgot_young && replica_log_.ShouldLog())
+      << "the pushes taken as copies come faster than " << AppliedCopies::kCapacity
+      << " a minute: one was forgotten young (" << applied_copies_->evicted_young()
+      << " so far), and a push sent again after a failover that long after may apply twice";
+  return first;
+}
+
+void OptimizerServer::AnswerDuplicate(const KVMeta& meta, const KVPairs<float>& data) {
+  const uint64_t n = duplicates_.fetch_add(1, std::memory_order_relaxed) + 1;
+  LOG_IF(INFO, replica_log_.ShouldLog())
+      << "a push of request " << meta.request_id << " from node "
+      << (meta.replica_of >= 0 ? meta.replica_of : meta.sender)
+      << " was taken here before (a copy, then the part sent again after a failover, or the "
+         "other way round): answered without applying it again (" << n << " so far)";
+  if (meta.pull) {
+    // Its push is here already: what is left is the pull.
+    KVMeta pull = meta;
+    pull.push = false;
+    pull.resent = false;
+    KVPairs<float> keys;
+    keys.keys = data.keys;
+    Handle(pull, keys);
+    return;
+  }
+  // A part sent again goes on to the replicas that live (they may not have it: they
+  // tell for themselves); a copy goes no further.
+  std::vector<Message> copies;
+  if (meta.replica_of < 0) copies = PlanReplicaCopies(meta, data);
+  if (copies.empty()) {
+    server_->Response(meta);
+    answered_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  SendReplicaCopies(NewRequest(meta, data, static_cast<int>(copies.size())), &copies);
+}
+
+void OptimizerServer::SendReplicaCopies(Request* request, std::vector<Message>* copies) {
+  Customer* customer = server_->get_customer();
+  for (Message& copy : *copies) {
+    const int to = copy.meta.recipient;
+    uint64_t id = 0;
+    const int timestamp = customer->NewRequest({to}, &id);
+    copy.meta.timestamp = timestamp;
+    copy.meta.request_id = id;
+    copy.meta.incarnation = customer->incarnation();
+    {
+      std::lock_guard<std::mutex> lock(copies_mu_);
+      copies_in_flight_[id] = CopyInFlight{request, timestamp, to};
+    }
+    Status sent = Postoffice::Get()->Send(copy);
+    if (!sent.ok()) EndCopy(id, sent, /*answered=*/false);
+  }
+}
+
+void OptimizerServer::OnCopyAnswered(Message& answer) {
+  EndCopy(answer.meta.request_id,
+          Status::FromWire(answer.meta.status_code, answer.meta.status_message),
+          /*answered=*/true);
+}
+
+void OptimizerServer::EndCopy(uint64_t id, const Status& status, bool answered) {
+  CopyInFlight copy;
+  {
+    std::lock_guard<std::mutex> lock(copies_mu_);
+    auto it = copies_in_flight_.find(id);
+    if (it == copies_in_flight_.end()) return;  // ended already
+    copy = it->second;
+    copies_in_flight_.erase(it);
+  }
+  server_->get_customer()->FinishRequest(copy.timestamp, status);
+  const int rank = Postoffice::IDtoRank(copy.replica);
+  if (answered && !status.ok()) {
+    // The replica refused what the owner took: their states may part. The worker hears
+    // of it; the owner's state has the update.
+    EndPart(copy.request, Status(status.code(), "replica server " + std::to_string(rank) +
+                                                    " refused the copy: " + status.message()));
+    return;
+  }
+  if (!answered) {
+    // The replica died (or cannot be reached): the update is on the copies that live.
+    replica_losses_.fetch_add(1, std::memory_order_relaxed);
+    LOG_IF(WARNING, replica_log_.ShouldLog())
+        << "a push's copy for replica server " << rank << " did not arrive (" << status
+        << "); the keys it holds run on fewer copies (" << replica_losses_.load()
+        << " copies lost so far)";
+  }
+  EndPart(copy.request, Status::OK());
+}
+
+void OptimizerServer::OnCopyAborted(int timestamp, uint64_t id, const Status& status) {
+  (void)timestamp;
+  // On the control thread, which must not block: answering the worker may, so it
+  // happens on the customer's own thread.
+  server_->get_customer()->RunOnOwnThread([this, id, status] { EndCopy(id, status, false); });
+}
+
+}  // namespace ps

@@ -1,0 +1,199 @@
+// RequestPipeline: failover of request parts (PS_REPLICATION >= 2,
+// docs/fault-tolerance.md). When a server dies, the parts of requests in flight that
+// were sent to it go again, with the same request id and marked resent, to the servers
+// that took its keys over (each key's first live replica); a part whose keys went to
+// several servers is split. A replica that already took the push (a copy from the dead
+// server) answers without applying it again, so each push applies once. The request
+// ends early, as without replication, when a key has no live replica, when the part's
+// values are encoded (a codec's frame cannot be split by key), or when the part was
+// kept from before replication was known.
+#include <glog/logging.h>
+
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ps/internal/membership.h"
+#include "ps/internal/postoffice.h"
+#include "ps/internal/request_pipeline.h"
+#include "request_parts.h"
+
+namespace ps {
+namespace {
+
+// The values of keys `picks` (indices into the part's keys) of a push part, in order.
+struct Subset {
+  SArray<Key> keys;
+  SArray<char> vals;
+  SArray<int> lens;
+};
+
+Subset Pick(const Message& sent, const std::vector<uint32_t>& picks, size_t elem_size, bool push) {
+  Subset out;
+  const SArray<Key> keys(sent.data[0]);
+  out.keys.resize(picks.size());
+  for (size_t j = 0; j < picks.size(); ++j) out.keys[j] = keys[picks[j]];
+  if (!push) return out;
+  const SArray<char>& vals = sent.data[1];
+  const bool with_lens = sent.data.size() > 2;
+  const SArray<int> lens = with_lens ? SArray<int>(sent.data[2]) : SArray<int>();
+  std::vector<size_t> offsets;
+  const size_t width = with_lens ? 0 : vals.size() / elem_size / keys.size();
+  if (with_lens) offsets = ValueOffsets(lens.data(), lens.size());
+  size_t total = 0;
+  for (uint32_t k : picks) total += with_lens ? offsets[k + 1] - offsets[k] : width;
+  out.vals = RawBuffer(total * elem_size);
+  if (with_lens) out.lens.resize(picks.size());
+  size_t at = 0;
+  for (size_t j = 0; j < picks.size(); ++j) {
+    const uint32_t k = picks[j];
+    const size_t begin = with_lens ? offsets[k] : k * width;
+    const size_t len = with_lens ? offsets[k + 1] - offsets[k] : width;
+    if (with_lens) out.lens[j] = lens[k];
+    std::memcpy(out.vals.data() + at * elem_size, vals.data() + begin * elem_size, len * elem_size);
+    at += len;
+  }
+  return out;
+}
+
+}  // namespace
+
+void RequestPipeline::KeepSentParts(Pending* p, const std::vector<Message>& messages) {
+  if (Postoffice::Get()->replication() < 2) return;
+  for (size_t i = 0; i < messages.size() && i < p->parts.size(); ++i) {
+    p->parts[i].sent = messages[i];
+    p->parts[i].first_server = p->parts[i].server;
+  }
+}
+
+bool RequestPipeline::FailOverLater(uint64_t id, const Status& status) {
+  if (status.code() != Status::Code::kUnavailable) return false;
+  Postoffice* po = Postoffice::Get();
+  if (po->replication() < 2) return false;
+  const MembershipView* view = po->membership();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(id);
+    if (it == pending_.end() || it->second->question) return false;
+    bool dead_part = false;
+    for (const Part& part : it->second->parts) {
+      if (!part.answered && !view->IsAlive(Postoffice::ServerRankToID(part.server))) {
+        dead_part = true;
+      }
+    }
+    if (!dead_part) return false;
+  }
+  // On the control thread now, which sends nothing of the app's.
+  customer_->RunOnOwnThread([this, id] { Reroute(id); });
+  return true;
+}
+
+void RequestPipeline::Reroute(uint64_t id) {
+  const MembershipView* view = Postoffice::Get()->membership();
+  const ConsistentHashRing& ring = view->ring;
+  auto live = [view](int rank) { return view->IsAlive(Postoffice::ServerRankToID(rank)); };
+  std::vector<Message> out;
+  std::vector<int> peers;
+  std::unique_ptr<Pending> done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(id);
+    if (it == pending_.end()) return;  // ended meanwhile
+    Pending& p = *it->second;
+    Status failed;
+    const size_t count = p.parts.size();
+    for (size_t i = 0; i < count && failed.ok(); ++i) {
+      if (p.parts[i].answered || live(p.parts[i].server)) continue;
+      const int dead = p.parts[i].server;
+      const Message sent = p.parts[i].sent;
+      if (sent.data.empty()) {
+        failed = Status::Unavailable("server " + std::to_string(dead) + " died and this part "
+                                     "was not kept to send again");
+        break;
+      }
+      const SArray<Key> keys(sent.data[0]);
+      // The part's keys by the server that holds them now.
+      std::vector<std::pair<int, std::vector<uint32_t>>> groups;
+      for (uint32_t k = 0; k < keys.size(); ++k) {
+        const int to = p.parts[i].chunk >= 0
+                           ? ring.ServerOfChunk(keys[k], static_cast<uint32_t>(p.parts[i].chunk))
+                           : ring.ServerOf(keys[k]);
+        if (!live(to)) {
+          failed = Status::Unavailable("key " + std::to_string(keys[k]) + " has no live replica "
+                                       "left (its server " + std::to_string(dead) + " died)");
+          break;
+        }
+        auto g = groups.begin();
+        while (g != groups.end() && g->first != to) ++g;
+        if (g == groups.end()) g = groups.insert(groups.end(), {to, {}});
+        g->second.push_back(k);
+      }
+      if (!failed.ok()) break;
+      if (groups.size() > 1 && sent.meta.compression != 0) {
+        failed = Status::Unavailable("server " + std::to_string(dead) + " died and its part's "
+                                     "encoded values cannot be split between the replicas");
+        break;
+      }
+      for (size_t g = 0; g < groups.size(); ++g) {
+        Message again = sent;
+        again.meta.recipient = Postoffice::ServerRankToID(groups[g].first);
+        again.meta.resent = true;
+        again.meta.first_server = p.parts[i].first_server;
+        again.meta.sender_incarnation = 0;
+        again.meta.sequence = 0;
+        if (groups.size() == 1) {
+          // Every key went to one server: the same part, sent there.
+          p.parts[i].server = groups[g].first;
+          p.parts[i].sent = again;
+          peers.push_back(again.meta.recipient);
+          out.push_back(std::move(again));
+          continue;
+        }
+        Subset subset = Pick(sent, groups[g].second, elem_size_, p.push);
+        again.data.clear();
+        again.meta.data_type.clear();
+        again.AddData(subset.keys);
+        if (p.push) {
+          again.meta.data_type.push_back(type_);
+          again.data.push_back(subset.vals);
+          if (!subset.lens.empty()) again.AddData(subset.lens);
+        }
+        Part piece;
+        piece.server = groups[g].first;
+        piece.first_server = p.parts[i].first_server;
+        for (uint32_t k : groups[g].second) {
+          piece.positions.push_back(p.parts[i].positions.empty() ? k : p.parts[i].positions[k]);
+        }
+        again.meta.part = static_cast<uint32_t>(p.parts.size());
+        piece.sent = again;
+        peers.push_back(again.meta.recipient);
+        out.push_back(std::move(again));
+        p.parts.push_back(std::move(piece));
+      }
+      if (groups.size() > 1) {
+        p.parts[i].answered = true;  // replaced by its pieces
+        p.parts[i].replaced = true;
+        p.remaining += static_cast<int>(groups.size()) - 1;
+      }
+    }
+    if (!failed.ok()) {
+      if (p.status.ok()) p.status = failed;
+      done = std::move(it->second);
+      pending_.erase(it);
+      out.clear();
+    }
+  }
+  if (done) {
+    Finish(*done, /*run_callback_here=*/true);
+    return;
+  }
+  customer_->AddPeers(id, peers);
+  LOG_IF(WARNING, !out.empty() && failover_log_.ShouldLog())
+      << "request " << out.front().meta.timestamp << ": " << out.size() << " part(s) whose "
+      << "server died sent again to the servers that took its keys over ("
+      << failover_log_.count() << " requests so far)";
+  for (Message& msg : out) SendPart(msg);
+}
+
+}  // namespace ps
