@@ -9,7 +9,8 @@ size_t AppliedCopies::Hash::operator()(const Id& id) const {
   h = Mix64(h ^ (static_cast<uint64_t>(static_cast<uint32_t>(id.worker)) << 32 |
                  static_cast<uint32_t>(id.customer)));
   h = Mix64(h ^ static_cast<uint32_t>(id.chunk));
-  return static_cast<size_t>(Mix64(h ^ static_cast<uint32_t>(id.first_server)));
+  h = Mix64(h ^ static_cast<uint32_t>(id.first_server));
+  return static_cast<size_t>(Mix64(h ^ static_cast<uint64_t>(id.first_part)));
 }
 
 bool AppliedCopies::Insert(const Id& id, bool* forgot_young) {

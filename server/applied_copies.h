@@ -3,7 +3,7 @@
 // sends again to the replica that took over a dead server's keys is applied once
 // (docs/fault-tolerance.md).
 //
-// Bounded: the newest kCapacity ids are kept (about 40 MiB at most); a push sent again
+// Bounded: the newest kCapacity ids are kept (about 90 MiB at most); a push sent again
 // after that many newer ones is not recognised and is applied a second time (counted
 // in evicted_young(): ids dropped while younger than kYoung).
 //
@@ -29,9 +29,10 @@ class AppliedCopies {
     uint64_t request = 0;  // its request id
     int32_t chunk = -1;    // the chunk, -1: whole values
     int first_server = 0;  // the rank the worker first sent the part to
+    int64_t first_part = 0;  // the part's index in the worker's request
     bool operator==(const Id& o) const {
       return worker == o.worker && customer == o.customer && request == o.request &&
-             chunk == o.chunk && first_server == o.first_server;
+             chunk == o.chunk && first_server == o.first_server && first_part == o.first_part;
     }
   };
   // Records `id`; false when it was recorded already. *forgot_young (if given) is set

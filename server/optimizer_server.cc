@@ -128,7 +128,6 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
   server_ = std::make_unique<KVServer<float>>(app_id, Customer::Delivery::kReceiveThread);
   server_->AcceptChunks();
   server_->KeepsReplicas();
-  replication_ = Postoffice::Get()->replication();
   applied_copies_ = std::make_unique<AppliedCopies>();
   server_->set_own_request_handles(
       [this](Message& answer) { OnCopyAnswered(answer); },
@@ -240,7 +239,10 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
   // Copies for the keys' other replicas: planned before any part runs, sent after the
   // parts are queued (the copies of this node's earlier requests left before).
   std::vector<Message> copies;
-  if (meta.push && replication_ >= 2 && meta.replica_of < 0) copies = PlanReplicaCopies(meta, data);
+  // Read here, not at construction: an OptimizerServer may be made before ps::Start.
+  if (meta.push && meta.replica_of < 0 && Postoffice::Get()->replication() >= 2) {
+    copies = PlanReplicaCopies(meta, data);
+  }
   int threads = static_cast<int>(shards_.size());
   std::vector<int> targets;
   if (threads == 1) {

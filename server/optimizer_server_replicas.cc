@@ -30,6 +30,7 @@ std::vector<Message> OptimizerServer::PlanReplicaCopies(const KVMeta& meta,
   const MembershipView* view = po->membership();
   const ConsistentHashRing& ring = view->ring;
   const int me = po->my_rank();
+  const int replication = po->replication();
   const size_t n = data.keys.size();
   // The replicas other than this server that live, by rank: the keys each holds. Only
   // the replicas of the whole ring hold a key's history: a key whose replica died runs
@@ -38,9 +39,9 @@ std::vector<Message> OptimizerServer::PlanReplicaCopies(const KVMeta& meta,
   std::vector<int> replicas;
   for (size_t i = 0; i < n; ++i) {
     if (meta.chunk >= 0) {
-      ring.ReplicasOfChunk(data.keys[i], static_cast<uint32_t>(meta.chunk), replication_, &replicas);
+      ring.ReplicasOfChunk(data.keys[i], static_cast<uint32_t>(meta.chunk), replication, &replicas);
     } else {
-      ring.ReplicasOf(data.keys[i], replication_, &replicas);
+      ring.ReplicasOf(data.keys[i], replication, &replicas);
     }
     for (int rank : replicas) {
       if (rank == me || !view->IsAlive(Postoffice::ServerRankToID(rank))) continue;
@@ -91,6 +92,7 @@ std::vector<Message> OptimizerServer::PlanReplicaCopies(const KVMeta& meta,
     copy.meta.origin_customer = meta.customer_id;
     copy.meta.resent = meta.resent;
     copy.meta.first_server = meta.resent ? meta.first_server : me;
+    copy.meta.first_part = meta.resent ? meta.first_part : static_cast<int64_t>(meta.part);
     copy.meta.recipient = Postoffice::ServerRankToID(static_cast<int>(rank));
     AppendKVPairs(part, &copy);
     copies.push_back(std::move(copy));
@@ -105,7 +107,8 @@ bool OptimizerServer::TakeOnce(const KVMeta& meta) {
   id.customer = copy ? meta.origin_customer : meta.customer_id;
   id.request = copy ? meta.origin_request : meta.request_id;
   id.chunk = meta.chunk;
-  id.first_server = copy && !meta.resent ? Postoffice::IDtoRank(meta.sender) : meta.first_server;
+  id.first_server = meta.first_server;
+  id.first_part = meta.first_part;
   bool forgot_young = false;
   const bool first = applied_copies_->Insert(id, &forgot_young);
   LOG_IF(WARNING, forgot_young && replica_log_.ShouldLog())
@@ -163,6 +166,12 @@ void OptimizerServer::SendReplicaCopies(Request* request, std::vector<Message>* 
 }
 
 void OptimizerServer::OnCopyAnswered(Message& answer) {
+  if (answer.meta.incarnation != server_->get_customer()->incarnation()) return;  // an earlier app's
+  {
+    std::lock_guard<std::mutex> lock(copies_mu_);
+    auto it = copies_in_flight_.find(answer.meta.request_id);
+    if (it == copies_in_flight_.end() || it->second.replica != answer.meta.sender) return;
+  }
   EndCopy(answer.meta.request_id,
           Status::FromWire(answer.meta.status_code, answer.meta.status_message),
           /*answered=*/true);
@@ -186,8 +195,18 @@ void OptimizerServer::EndCopy(uint64_t id, const Status& status, bool answered) 
                                                     " refused the copy: " + status.message()));
     return;
   }
+  if (!answered && Postoffice::Get()->membership()->IsAlive(copy.replica)) {
+    // The replica lives but did not take the copy (a send that failed or timed out, or
+    // PS_REQUEST_TIMEOUT): not every live replica has the update, so the worker must not
+    // take it for acknowledged.
+    EndPart(copy.request, Status::Unavailable("replica server " + std::to_string(rank) +
+                                              " did not take the push's copy: " +
+                                              status.message() +
+                                              " (this server applied it)"));
+    return;
+  }
   if (!answered) {
-    // The replica died (or cannot be reached): the update is on the copies that live.
+    // The replica died: the update is on the replicas that live.
     replica_losses_.fetch_add(1, std::memory_order_relaxed);
     LOG_IF(WARNING, replica_log_.ShouldLog())
         << "a push's copy for replica server " << rank << " did not arrive (" << status

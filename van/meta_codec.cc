@@ -135,6 +135,7 @@ Status EncodeMeta(const Message& msg, const ShmFields& shm, std::string* out) {
   p.set_origin_request(m.origin_request);
   p.set_origin_customer(m.origin_customer);
   p.set_first_server(m.first_server < 0 ? 0u : static_cast<uint32_t>(m.first_server) + 1);
+  p.set_first_part(m.first_part < 0 ? 0u : static_cast<uint32_t>(m.first_part + 1));
   p.set_sequence(m.sequence);
   p.set_request_id(m.request_id);
   p.set_incarnation(m.incarnation);
@@ -341,6 +342,7 @@ Status DecodeMeta(const void* bytes, size_t size, const std::vector<size_t>& fra
                                    " is out of range");
   }
   meta->first_server = static_cast<int32_t>(p.first_server()) - 1;
+  meta->first_part = static_cast<int64_t>(p.first_part()) - 1;
   meta->sequence = p.sequence();
   meta->request_id = p.request_id();
   meta->incarnation = p.incarnation();

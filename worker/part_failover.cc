@@ -62,8 +62,9 @@ Subset Pick(const Message& sent, const std::vector<uint32_t>& picks, size_t elem
 void RequestPipeline::KeepSentParts(Pending* p, const std::vector<Message>& messages) {
   if (Postoffice::Get()->replication() < 2) return;
   for (size_t i = 0; i < messages.size() && i < p->parts.size(); ++i) {
-    p->parts[i].sent = messages[i];
+    p->parts[i].sent = std::make_unique<Message>(messages[i]);
     p->parts[i].first_server = p->parts[i].server;
+    p->parts[i].first_part = static_cast<int64_t>(i);
   }
 }
 
@@ -106,7 +107,12 @@ void RequestPipeline::Reroute(uint64_t id) {
     for (size_t i = 0; i < count && failed.ok(); ++i) {
       if (p.parts[i].answered || live(p.parts[i].server)) continue;
       const int dead = p.parts[i].server;
-      const Message sent = p.parts[i].sent;
+      if (!p.parts[i].sent) {
+        failed = Status::Unavailable("server " + std::to_string(dead) + " died and this part "
+                                     "was not kept to send again");
+        break;
+      }
+      const Message sent = *p.parts[i].sent;
       if (sent.data.empty()) {
         failed = Status::Unavailable("server " + std::to_string(dead) + " died and this part "
                                      "was not kept to send again");
@@ -140,12 +146,13 @@ void RequestPipeline::Reroute(uint64_t id) {
         again.meta.recipient = Postoffice::ServerRankToID(groups[g].first);
         again.meta.resent = true;
         again.meta.first_server = p.parts[i].first_server;
+        again.meta.first_part = p.parts[i].first_part;
         again.meta.sender_incarnation = 0;
         again.meta.sequence = 0;
         if (groups.size() == 1) {
           // Every key went to one server: the same part, sent there.
           p.parts[i].server = groups[g].first;
-          p.parts[i].sent = again;
+          p.parts[i].sent = std::make_unique<Message>(again);
           peers.push_back(again.meta.recipient);
           out.push_back(std::move(again));
           continue;
@@ -162,11 +169,12 @@ void RequestPipeline::Reroute(uint64_t id) {
         Part piece;
         piece.server = groups[g].first;
         piece.first_server = p.parts[i].first_server;
+        piece.first_part = p.parts[i].first_part;
         for (uint32_t k : groups[g].second) {
           piece.positions.push_back(p.parts[i].positions.empty() ? k : p.parts[i].positions[k]);
         }
         again.meta.part = static_cast<uint32_t>(p.parts.size());
-        piece.sent = again;
+        piece.sent = std::make_unique<Message>(again);
         peers.push_back(again.meta.recipient);
         out.push_back(std::move(again));
         p.parts.push_back(std::move(piece));
@@ -193,7 +201,18 @@ void RequestPipeline::Reroute(uint64_t id) {
       << "request " << out.front().meta.timestamp << ": " << out.size() << " part(s) whose "
       << "server died sent again to the servers that took its keys over ("
       << failover_log_.count() << " requests so far)";
-  for (Message& msg : out) SendPart(msg);
+  // A new server that died before it was added to the request's peers: its death did
+  // not end the request, so its parts go again from here.
+  const MembershipView* now = Postoffice::Get()->membership();
+  bool died_meanwhile = false;
+  for (Message& msg : out) {
+    if (now->IsAlive(msg.meta.recipient)) {
+      SendPart(msg);
+    } else {
+      died_meanwhile = true;
+    }
+  }
+  if (died_meanwhile) customer_->RunOnOwnThread([this, id] { Reroute(id); });
 }
 
 }  // namespace ps

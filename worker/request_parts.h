@@ -32,9 +32,10 @@ struct RequestPipeline::Part {
   bool answered = false;
   KVFrames answer;
   // With PS_REPLICATION >= 2: the message as sent, to send again to the replica that
-  // takes over if its server dies, and the rank it was first sent to.
-  Message sent;
+  // takes over if its server dies, and the rank and part index it was first sent as.
+  std::unique_ptr<Message> sent;
   int first_server = -1;
+  int64_t first_part = -1;
   // Split, after its server died, into parts for the servers that took its keys over:
   // it has no answer of its own (its pieces do).
   bool replaced = false;

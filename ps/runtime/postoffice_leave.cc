@@ -152,8 +152,11 @@ void Postoffice::ExitNonZeroIfNodesWereLost() {
   if (lost.empty()) return;
   if (!dead_other && dead_servers < replication_) {
     LOG(WARNING) << "the job lost " << lost << " (declared dead); with PS_REPLICATION="
-                 << replication_ << " every key kept a live replica, which served it from then "
-                                    "on: the job goes on as a success";
+                 << replication_ << " every key of the apps that keep replicas "
+                                    "(OptimizerServer) kept a live replica, which served it "
+                                    "from then on: the job counts as a success (an app whose "
+                                    "servers keep no replicas lost the dead servers' keys, and "
+                                    "its requests for them failed)";
     return;
   }
   LOG(ERROR) << "the job lost " << lost

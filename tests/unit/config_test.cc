@@ -617,7 +617,7 @@ TEST(Config, ReplicationDefaultsToOneAndIsAtMostTheServers) {
   ASSERT_TRUE(Load(env, &c).ok());
   EXPECT_EQ(c.replication, 2);
   EXPECT_TRUE(c.replication_set);
-  for (const char* bad : {"3", "0", "two"}) {
+  for (const char* bad : {"3", "0", "two"}) {  // 3: not yet, and over the 2 servers
     env["PS_REPLICATION"] = bad;
     Status s = Load(env, &c);
     EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << bad;

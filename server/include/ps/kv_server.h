@@ -189,6 +189,7 @@ class KVServer : public SimpleApp {
     meta.origin_request = msg.meta.origin_request;
     meta.origin_customer = msg.meta.origin_customer;
     meta.first_server = msg.meta.first_server;
+    meta.first_part = msg.meta.first_part;
     // Only fp16 answers exist (docs/pipeline.md); other values are ignored.
     meta.pull_compression = msg.meta.pull_compression == static_cast<int>(Codec::kFp16)
                                 ? msg.meta.pull_compression

@@ -190,9 +190,7 @@ class OptimizerServer {
   size_t worker_ranks_ = 0;
   mutable std::mutex restored_mu_;
   Restored restored_;  // under restored_mu_
-  // Replication: the job's PS_REPLICATION, and the copies sent and not ended, by their
-  // request id.
-  int replication_ = 1;
+  // Replication: the copies sent and not ended, by their request id.
   struct CopyInFlight {
     Request* request = nullptr;
     int timestamp = 0;

@@ -53,7 +53,8 @@ struct KVMeta {
   bool resent = false;
   uint64_t origin_request = 0;
   int origin_customer = 0;
-  int first_server = -1;  // the rank the worker first sent the part to
+  int first_server = -1;    // the rank the worker first sent the part to
+  int64_t first_part = -1;  // and the part's index in the worker's request
 };
 
 }  // namespace ps

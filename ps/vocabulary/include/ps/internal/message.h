@@ -129,6 +129,8 @@ struct Meta {
   int origin_customer = 0;
   // A resent part, or a copy: the rank of the server the worker first sent it to.
   int first_server = -1;
+  // ... and that part's index in the worker's request.
+  int64_t first_part = -1;
   uint64_t sequence = 0;            // reliable delivery; 0 = not tracked
   uint64_t request_id = 0;          // 64-bit request id (answers echo it)
   uint64_t incarnation = 0;         // the requesting customer's incarnation (echoed)
