@@ -74,6 +74,15 @@ herdps_server_death_test(replication_replicas_are_identical replication_test.py
                          replicas_are_identical)
 herdps_server_death_test(replication_kill_one_of_three replication_test.py kill_one_of_three)
 herdps_server_death_test(replication_launched replication_test.py launched LAUNCH)
+# The restart and the failover with the runtime's default heartbeats (dead after 10 s).
+herdps_server_death_test(server_restart_from_checkpoint_with_default_heartbeats
+                         server_restart_test.py from_checkpoint)
+set_tests_properties(integration.server_restart_from_checkpoint_with_default_heartbeats
+  PROPERTIES ENVIRONMENT HERDPS_TEST_HEARTBEAT_TIMEOUT=default)
+herdps_server_death_test(replication_kill_one_of_three_with_default_heartbeats
+                         replication_test.py kill_one_of_three)
+set_tests_properties(integration.replication_kill_one_of_three_with_default_heartbeats
+  PROPERTIES ENVIRONMENT HERDPS_TEST_HEARTBEAT_TIMEOUT=default)
 # apps/linear under BSP with PS_REPLICATION=2 finishes with a server killed mid-run, at
 # the loss of a run without the kill (a build without the apps has no linear).
 if(TARGET linear)

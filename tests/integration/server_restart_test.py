@@ -19,7 +19,9 @@ HOW is one of:
 
 Usage: server_restart_test.py HOW APP [LAUNCH]
 
-APP is server_restart_app (server_restart_app.cc).
+APP is server_restart_app (server_restart_app.cc). By hand, heartbeats come every 0.5 s
+and a silent node is dead after 3 s, unless HERDPS_TEST_HEARTBEAT_TIMEOUT=default (the
+runtime's defaults: 1 s, 10 s).
 """
 import os
 import re
@@ -113,6 +115,9 @@ def run(how, app, f):
         ckpt = os.path.join(job.tmp.name, "ckpt")
         env = {"PS_CHECKPOINT_DIR": ckpt, "PS_CHECKPOINT_EVERY": "100pushes"} \
             if how == "from_checkpoint" else {}
+        if os.environ.get("HERDPS_TEST_HEARTBEAT_TIMEOUT") == "default":
+            # The runtime's own heartbeats: a heartbeat every 1 s, dead after 10 s.
+            env.update({"PS_HEARTBEAT_INTERVAL": "1", "PS_HEARTBEAT_TIMEOUT": "10"})
         args = [f"--pushes={PUSHES}", f"--keys={KEYS}"]
         nodes = job.start_by_hand(app, WORKERS, SERVERS, args, extra_env=env)
         victim = nodes["server 1"]
