@@ -121,8 +121,8 @@ bool OptimizerServer::TakeOnce(const KVMeta& meta) {
 void OptimizerServer::AnswerDuplicate(const KVMeta& meta, const KVPairs<float>& data) {
   const uint64_t n = duplicates_.fetch_add(1, std::memory_order_relaxed) + 1;
   LOG_IF(INFO, replica_log_.ShouldLog())
-      << "a push of request " << meta.request_id << " from node "
-      << (meta.replica_of >= 0 ? meta.replica_of : meta.sender)
+      << "a push of request " << (meta.replica_of >= 0 ? meta.origin_request : meta.request_id)
+      << " from node " << (meta.replica_of >= 0 ? meta.replica_of : meta.sender)
       << " was taken here before (a copy, then the part sent again after a failover, or the "
          "other way round): answered without applying it again (" << n << " so far)";
   if (meta.pull) {
