@@ -73,14 +73,15 @@ int ConsistentHashRing::FirstLive(const std::vector<int>& replicas) const {
 
 int ConsistentHashRing::ServerOf(Key key) const {
   if (dead_.empty()) return OwnerOf(key);
-  std::vector<int> replicas;
+  // Per key of every request once a server died: no allocation per call.
+  thread_local std::vector<int> replicas;
   ReplicasOf(key, replication_, &replicas);
   return FirstLive(replicas);
 }
 
 int ConsistentHashRing::ServerOfChunk(Key key, uint32_t chunk) const {
   if (dead_.empty()) return OwnerOfChunk(key, chunk);
-  std::vector<int> replicas;
+  thread_local std::vector<int> replicas;
   ReplicasOfChunk(key, chunk, replication_, &replicas);
   return FirstLive(replicas);
 }
