@@ -15,6 +15,7 @@
 #include "ps/internal/job_services.h"
 #include "ps/internal/hash.h"
 #include "ps/internal/kv_message.h"
+#include "ps/internal/node_activity.h"
 #include "request_bounds.h"
 #include "shard_thread.h"
 
@@ -138,9 +139,16 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
       });
   server_->SimpleApp::set_request_handle(
       [this](const SimpleData& request, SimpleApp* app) { AnswerSimpleRequest(request, app); });
+  // Last: a constructor that throws runs no destructor to take it back.
+  queue_depths_id_ = NodeActivity::Get()->AddQueueDepths([this] {
+    std::vector<uint64_t> depths;
+    for (const auto& shard : shards_) depths.push_back(shard->queued());
+    return depths;
+  });
 }
 
 OptimizerServer::~OptimizerServer() {
+  NodeActivity::Get()->RemoveQueueDepths(queue_depths_id_);
   if (clock_listener_ >= 0) {
     if (ClockClient* clocks = JobServices::Get()->clocks()) clocks->RemoveListener(clock_listener_);
   }

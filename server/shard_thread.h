@@ -8,6 +8,9 @@
 
 #include <tbb/concurrent_queue.h>
 
+#include <algorithm>
+#include <cstddef>
+
 #include <functional>
 #include <memory>
 #include <thread>
@@ -34,6 +37,12 @@ class ShardThread {
   // it; for reading the store from another thread (checkpoints, statistics). An
   // exception of the task is rethrown here.
   void RunAndWait(const Task& task);
+
+  // Tasks waiting in the queue (not counting the one running). Thread-safe.
+  size_t queued() const {
+    // The queue's size counts waiting consumers as negative.
+    return static_cast<size_t>(std::max<std::ptrdiff_t>(queue_.size(), 0));
+  }
 
  private:
   void Loop();

@@ -5,6 +5,7 @@
 #ifndef HERDPS_WORKER_REQUEST_PARTS_H_
 #define HERDPS_WORKER_REQUEST_PARTS_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -68,6 +69,8 @@ struct RequestPipeline::Pending {
   // and the first server that said it takes whole values only, or -1.
   bool question = false;
   int whole_only_server = -1;
+  // When it was issued: its latency (NodeActivity) is from here to Finish.
+  std::chrono::steady_clock::time_point issued_at;
 };
 
 }  // namespace ps

@@ -55,6 +55,8 @@ int RequestPipeline::Issue(PipelineRequest req, const char* what) {
   p->callback = std::move(req.callback);
   p->push = req.push;
   p->pull = req.pull;
+  p->issued_at = std::chrono::steady_clock::now();
+  NodeActivity::Get()->CountIssued(req.push, req.pull);
   p->keys = req.keys;
   p->sized_output = req.sized_output;
   p->deliver = std::move(req.deliver);
@@ -232,8 +234,31 @@ void RequestPipeline::Abort(int timestamp, uint64_t request_id, const Status& st
   }
 }
 
+bool RequestPipeline::Describe(uint64_t request_id, NodeActivity::WaitInfo* info) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pending_.find(request_id);
+  if (it == pending_.end()) return false;
+  const Pending& p = *it->second;
+  const char* kind = p.question ? "ChunkQuestion" : p.push && p.pull ? "PushPull" :
+                     p.push ? "Push" : "Pull";
+  info->what = std::string(kind) + "(timestamp " + std::to_string(p.timestamp) + ")";
+  if (p.held) info->what += ", held until the servers say whether they take chunks";
+  for (const Part& part : p.parts) {
+    if (part.answered || part.replaced) continue;
+    int id = Postoffice::ServerRankToID(part.server);
+    if (std::find(info->waiting_for.begin(), info->waiting_for.end(), id) ==
+        info->waiting_for.end()) {
+      info->waiting_for.push_back(id);
+    }
+  }
+  return true;
+}
+
 void RequestPipeline::Finish(Pending& p, bool run_callback_here) {
   const int timestamp = p.timestamp;
+  if (!p.question) {
+    NodeActivity::Get()->CountLatency(std::chrono::steady_clock::now() - p.issued_at);
+  }
   if (p.pull && p.status.ok()) {
     // The caller's buffers are app memory (a std::vector may fail to grow): whatever the
     // delivery throws becomes the request's status, never a request left unfinished.

@@ -15,6 +15,7 @@ using config_fields::ParseBool;
 using config_fields::ParseDouble;
 using config_fields::ParseInt;
 using config_fields::ReadCheckpointSettings;
+using config_fields::ReadObservability;
 using config_fields::ReadCurveSettings;
 using config_fields::ReadNodeAddress;
 
@@ -272,7 +273,7 @@ Status Config::FromEnvironment(Config* c, const Getenv& getenv) {
   using Reader = Status (*)(const Getenv&, Config*);
   for (Reader read : {ReadJobShape, ReadTransport, ReadNodeAddress, ReadNodeTuning,
                       ReadDataPath, ReadLiveness, ReadJobPolicy, ReadCurveSettings,
-                      ReadCheckpointSettings}) {
+                      ReadCheckpointSettings, ReadObservability}) {
     Status s = read(getenv, &cfg);
     if (!s.ok()) return s;
   }
@@ -293,6 +294,7 @@ const char* const Config::kNames[] = {
     "PS_DROP_SEED", "PS_CONSISTENCY", "PS_KEY_PLACEMENT", "PS_CHUNK_BYTES", "PS_JOB_TOKEN",
     "PS_SECURE", "PS_CURVE_SECRET_KEY", "PS_CURVE_SECRET_KEY_FILE", "PS_SHM", "PS_SHM_BYTES",
     "PS_RECEIVE_IN_WAIT", "PS_CHECKPOINT_DIR", "PS_CHECKPOINT_EVERY", "PS_REPLICATION",
+    "PS_STALL_REPORT", "PS_METRICS_PORT",
     nullptr};
 
 }  // namespace ps

@@ -32,6 +32,8 @@ Status ReadNodeAddress(const Getenv& getenv, Config* cfg);
 Status ReadCurveSettings(const Getenv& getenv, Config* cfg);
 // PS_CHECKPOINT_DIR and PS_CHECKPOINT_EVERY (config_checkpoint.cc).
 Status ReadCheckpointSettings(const Getenv& getenv, Config* cfg);
+// PS_STALL_REPORT and PS_METRICS_PORT (config_observe.cc).
+Status ReadObservability(const Getenv& getenv, Config* cfg);
 
 }  // namespace config_fields
 }  // namespace ps

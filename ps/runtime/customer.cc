@@ -184,6 +184,11 @@ void Customer::set_abort_handle(AbortHandle handle) {
   abort_handle_ = std::move(handle);
 }
 
+void Customer::set_describe_handle(DescribeHandle handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  describe_handle_ = std::move(handle);
+}
+
 int Customer::NewRequest(const std::vector<int>& peers, uint64_t* request_id) {
   return NewRequest(peers, request_id, false);
 }
@@ -266,6 +271,37 @@ Status Customer::WaitRequest(int timestamp) {
 }
 
 Status Customer::WaitRequest(int timestamp, std::chrono::milliseconds timeout) {
+  // Registered outside mu_: a report describes the wait under NodeActivity's lock, and
+  // the description takes mu_.
+  ActivityWait wait([this, timestamp](NodeActivity::WaitInfo* info) {
+    DescribeWait(timestamp, info);
+  });
+  return AwaitRequest(timestamp, timeout);
+}
+
+void Customer::DescribeWait(int timestamp, NodeActivity::WaitInfo* info) {
+  DescribeHandle handle;
+  std::vector<int> peers;
+  uint64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    id = IdOfLocked(timestamp);
+    auto it = in_flight_.find(id);
+    if (it == in_flight_.end()) {
+      info->what = "request " + std::to_string(timestamp) + " of app " +
+                   std::to_string(app_id_) + " (finishing)";
+      return;
+    }
+    peers = it->second.peers;
+    handle = describe_handle_;
+  }
+  if (handle && handle(id, info)) return;
+  info->what = "a request (timestamp " + std::to_string(timestamp) + ") of app " +
+               std::to_string(app_id_);
+  info->waiting_for = std::move(peers);
+}
+
+Status Customer::AwaitRequest(int timestamp, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   uint64_t id = IdOfLocked(timestamp);
   if (id == 0) {

@@ -14,7 +14,9 @@
 #include "idle_trimmer.h"
 #include "inbound_channel.h"
 #include "join_state.h"
+#include "node_report.pb.h"
 #include "ps/internal/event_loop.h"
+#include "ps/internal/node_activity.h"
 #include "ps/internal/postoffice.h"
 #include "ps/internal/reorder_window.h"
 #include "ps/internal/resend_outbox.h"
@@ -256,9 +258,25 @@ void Postoffice::TrimMemoryIfIdle() {
              << (ring_bytes >> 20) << " MiB of shared-memory rings, and malloc_trim)";
 }
 
+std::string Postoffice::ActivityReport() const {
+  herdps::wire::NodeReport report;
+  NodeActivity::Get()->Fill(&report);
+  VanStats van = van_->stats();
+  NodeStats node = stats();
+  report.set_sent_bytes(van.sent_bytes);
+  report.set_received_bytes(van.received_bytes);
+  report.set_sent_messages(van.sent_messages);
+  report.set_received_messages(van.received_messages);
+  report.set_resent_messages(node.resent_messages);
+  report.set_dropped_messages(node.injected_drops + van.dropped_messages);
+  return report.SerializeAsString();
+}
+
 void Postoffice::SendHeartbeat() {
   Message hb;
   hb.meta.control.cmd = Control::kHeartbeat;
+  // What this node waits in and its counters (stall report, metrics endpoint).
+  hb.meta.body = ActivityReport();
   hb.meta.control.membership_version = membership_.Get()->version;
   hb.meta.request = true;
   hb.meta.recipient = kScheduler;

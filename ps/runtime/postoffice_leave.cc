@@ -65,6 +65,7 @@ void Postoffice::Finalize(int customer_id, bool do_barrier) {
     }
     Message leave;
     leave.meta.control.cmd = Control::kLeave;
+    leave.meta.body = ActivityReport();  // the final counters (metrics endpoint)
     leave.meta.request = true;
     leave.meta.recipient = kScheduler;
     SendControl(leave);

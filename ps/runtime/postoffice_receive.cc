@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "customer_directory.h"
+#include "ps/internal/node_activity.h"
 #include "drop_injector.h"
 #include "inbound_channel.h"
 #include "join_state.h"
@@ -143,6 +144,7 @@ void Postoffice::DrainUnverified(Channel channel) {
 }
 
 void Postoffice::DispatchData(Message& msg, Channel channel) {
+  NodeActivity::Get()->CountReceivedData();
   // While the hand-off waits for room, this thread reads nothing: the liveness check
   // must not take that for a silent scheduler.
   std::atomic<bool>* busy = inbound_[static_cast<int>(channel)]->busy();

@@ -187,6 +187,17 @@ void Postoffice::StartVan() {
     throw Error("HerdPS cannot start the " + std::string(RoleName(config_.role)) +
                 " node: " + s.message());
   }
+  if (is_scheduler()) {
+    Status metrics = scheduler_->StartMetrics();  // PS_METRICS_PORT
+    if (!metrics.ok()) {
+      start_count_ = 0;
+      loop_->Stop();
+      van_->Stop();
+      van_.reset();
+      scheduler_.reset();
+      throw Error("HerdPS cannot start the scheduler node: " + metrics.message());
+    }
+  }
   running_van_.store(van_.get(), std::memory_order_release);
   van_->AdmitIdentity(my_node_.identity);  // this node's connections to itself
   my_node_.port = van_->port();

@@ -20,6 +20,8 @@ constexpr int kRefusalSlots = 16;
 // How often the scheduler says who it is still waiting for.
 constexpr std::chrono::seconds kProgressEvery(5);
 constexpr std::chrono::seconds kSlowBarrier(30);
+// How often the scheduler looks for a stall (and for SIGUSR1).
+constexpr std::chrono::milliseconds kStallCheck(250);
 
 // Compares without an early exit, so that timing does not reveal the token.
 bool SameToken(const std::string& a, const std::string& b) {
@@ -50,6 +52,8 @@ void SchedulerRole::Begin(const Node& self) {
   begun_at_ = Clock::now();
   EventLoop* loop = postoffice_->control_loop();
   loop->RunEvery(kProgressEvery, [this] { LogProgress(); });
+  loop->RunEvery(kStallCheck, [this] { CheckStall(); });
+  ListenForSigusr1();
   if (config_.heartbeat_interval_s > 0) {
     auto check = std::max(std::chrono::milliseconds(50),
                           std::min(Millis(config_.heartbeat_interval_s),
@@ -73,6 +77,10 @@ void SchedulerRole::Handle(const Message& msg) {
       if (msg.meta.request) HandleBarrier(msg);
       break;
     case Control::kLeave:
+      // The leaving node's final counters (a node that is not live sends none that count).
+      if (live_.count(msg.meta.sender) && !msg.meta.body.empty()) {
+        reports_.Update(msg.meta.sender, msg.meta.body, Clock::now());
+      }
       if (complete_) MarkGone(msg.meta.sender, Node::kLeft);
       break;
     default:
@@ -132,8 +140,13 @@ void SchedulerRole::HandleJoin(const Message& msg) {
     for (const Node& n : view_.nodes) {
       if (n.endpoint == node.endpoint && n.identity == node.identity &&
           n.instance == node.instance) {
-        // Our reply was lost: send it again.
-        if (n.alive()) SendTable(n, replacements_.count(n.id) > 0);
+        // Our reply was lost: send it again. The node runs (it asks again every
+        // second), so its silence until the table reaches it is no death: with resend
+        // on, the table's first copy is the one it waits for, and its resends back off.
+        if (n.alive()) {
+          Heard(n.id);
+          SendTable(n, replacements_.count(n.id) > 0);
+        }
         return;
       }
     }
@@ -261,6 +274,10 @@ void SchedulerRole::Heard(int id) {
 
 void SchedulerRole::HandleHeartbeat(const Message& msg) {
   if (!live_.count(msg.meta.sender)) return;  // not a live node (anymore)
+  if (!msg.meta.body.empty() && !reports_.Update(msg.meta.sender, msg.meta.body, Clock::now())) {
+    LOG_IF(WARNING, refusal_log_.ShouldLog())
+        << "node " << msg.meta.sender << " sent a heartbeat whose report does not parse; ignored";
+  }
   Message reply;
   reply.meta.control.cmd = Control::kHeartbeat;
   reply.meta.control.membership_version = view_.version;
@@ -398,6 +415,7 @@ void SchedulerRole::ReleaseCompleteBarriers() {
       }
     }
     it = barriers_.erase(it);
+    reports_.CountBarrierRelease();
   }
 }
 

@@ -2,7 +2,8 @@
 // job's token, refusing surplus ones at once), assigns their ids and ranks, owns the
 // membership (declares silent nodes dead, records nodes that leave, lets a new server
 // take a dead server's place, broadcasts every change) and releases barriers among the
-// live members of a group.
+// live members of a group. It keeps what the nodes report with their heartbeats, for
+// the stall report and the metrics endpoint (scheduler_observe.cc).
 //
 // Thread safety: used only on the scheduler's control loop (EventLoop) thread, except
 // Heard (any thread).
@@ -22,6 +23,9 @@
 #include "ps/internal/log_limiter.h"
 #include "ps/internal/membership.h"
 #include "ps/internal/message.h"
+#include "job_reports.h"
+#include "metrics_endpoint.h"
+#include "stall_report.h"
 
 namespace ps {
 
@@ -43,6 +47,9 @@ class SchedulerRole {
   // A heartbeat from a node already declared dead (it was stopped, or cut off, and runs
   // again): answers with the table, in which it reads that it is dead.
   void AnswerDeadNode(int id);
+  // Starts the metrics endpoint when PS_METRICS_PORT is set (scheduler_observe.cc);
+  // Unavailable naming the address when it cannot listen.
+  Status StartMetrics();
 
  private:
   struct PendingBarrier {
@@ -70,6 +77,14 @@ class SchedulerRole {
   void ReleaseCompleteBarriers();
   void CheckLiveness();
   void LogProgress();
+  // The stall report (scheduler_observe.cc): keeps the reports' copy of the membership
+  // current, and logs who waits for whom once per stall (PS_STALL_REPORT) and when the
+  // process got SIGUSR1.
+  void CheckStall();
+  std::vector<std::string> WhoWaitsForWhom(const JobReports::Snapshot& snapshot);
+  // Makes SIGUSR1 ask for the report (tracker/launch forwards its own SIGUSR1), unless
+  // the process has a handler of its own for it.
+  static void ListenForSigusr1();
   // Marks a node dead or left, publishes and broadcasts the new membership.
   void MarkGone(int id, Node::State state);
   // Sends the membership to every live node but the scheduler and `except_id`.
@@ -100,6 +115,9 @@ class SchedulerRole {
   };
   static constexpr std::chrono::seconds kParkedSilence{3};  // joins repeat every 1 s
   std::map<int, Parked> parked_;
+  JobReports reports_;  // what the nodes last reported (heartbeats, leaves)
+  StallReport stall_;
+  std::unique_ptr<MetricsEndpoint> metrics_;  // PS_METRICS_PORT
   int refusal_slot_ = 0;  // cycles the temporary ids used to answer refused joins
   LogLimiter refusal_log_;
 };

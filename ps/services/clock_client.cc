@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "ps/base.h"
+#include "ps/internal/node_activity.h"
 #include "ps/internal/postoffice.h"
 #include "ps/simple_app.h"
 
@@ -80,6 +81,7 @@ Status ClockClient::EndClock() {
     }
     ended = current_.load();
     current_.store(ended + 1, std::memory_order_release);
+    NodeActivity::Get()->SetClocks(ended + 1, false);
     if (!app_) return Status::OK();  // asp: nobody waits, nobody is told
     Status s = app_->Wait(app_->Request(kClockEnded, std::to_string(ended), kScheduler));
     if (!s.ok()) {
@@ -89,6 +91,12 @@ Status ClockClient::EndClock() {
   }
   // Clock ended+1 may begin once every counted worker is at most `bound` behind it.
   int64_t need = ended + 1 - model_.bound();
+  if (minimum_.load(std::memory_order_acquire) >= need) return Status::OK();
+  // Registered outside mu_ (NodeActivity's lock is taken first when a report asks).
+  ActivityWait wait([ended, need](NodeActivity::WaitInfo* info) {
+    info->what = "Clock() ending clock " + std::to_string(ended);
+    info->clock_minimum = need;
+  });
   std::unique_lock<std::mutex> lock(mu_);
   Postoffice* po = Postoffice::Get();
   while (minimum_.load(std::memory_order_acquire) < need) {
@@ -108,6 +116,7 @@ Status ClockClient::Finish() {
     if (finished_) return Status::OK();
     finished_ = true;
   }
+  NodeActivity::Get()->SetClocks(current_.load(), true);
   cv_.notify_all();  // a Clock() waiting on another thread ends
   if (!app_) return Status::OK();
   return app_->Wait(app_->Request(kClockFinished, "", kScheduler));

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -16,8 +17,10 @@
 #include "checkpoint.h"
 #include "corpus.h"
 #include "fuzz_input.h"
+#include "node_report.pb.h"
 #include "ps/base.h"
 #include "ps/internal/clock_client.h"
+#include "ps/internal/node_activity.h"
 #include "ps/internal/order_protocol.h"
 #include "ps/optimizer.h"
 #include "ps/status.h"
@@ -267,6 +270,42 @@ void InboundSequencerSeeds() {
   WriteSeed("inbound_sequencer", "restarts-and-forget", restarts.bytes() + huge.bytes());
 }
 
+// Reports as nodes send them: a worker waiting in a push and in Clock(), a server with
+// shard queues; the job's barrier holds worker 1.
+void NodeReportSeeds() {
+  ps::NodeActivity* activity = ps::NodeActivity::Get();
+  activity->CountIssued(true, true);
+  activity->CountLatency(std::chrono::milliseconds(3));
+  activity->SetClocks(4, false);
+  std::string worker;
+  {
+    ps::ActivityWait push([](ps::NodeActivity::WaitInfo* info) {
+      info->what = "Push(timestamp 7)";
+      info->waiting_for = {10};
+    });
+    ps::ActivityWait clock([](ps::NodeActivity::WaitInfo* info) {
+      info->what = "Clock() ending clock 4";
+      info->clock_minimum = 5;
+    });
+    herdps::wire::NodeReport report;
+    activity->Fill(&report);
+    worker = report.SerializeAsString();
+  }
+  herdps::wire::NodeReport server;
+  server.set_served_push_requests(12);
+  server.add_shard_queue_depth(3);
+  server.add_shard_queue_depth(0);
+  InputWriter w;
+  w.Put(uint8_t{0}).Put(uint8_t{1 << 4});  // nobody dead; worker 1 in the barrier
+  w.Put(uint8_t{3}).PutChunk<uint16_t>(worker);
+  w.Put(uint8_t{2}).PutChunk<uint16_t>(server.SerializeAsString());
+  WriteSeed("node_report", "waiting-worker-and-server", w.bytes());
+  InputWriter dead;
+  dead.Put(uint8_t{1 << 2}).Put(uint8_t{0x1f});  // server 1 dead; everyone in the barrier
+  dead.Put(uint8_t{3}).PutChunk<uint16_t>(worker);
+  WriteSeed("node_report", "waiting-for-a-dead-server", dead.bytes());
+}
+
 }  // namespace
 
 void ps::fuzz::StateSeeds() {
@@ -274,4 +313,5 @@ void ps::fuzz::StateSeeds() {
   OrderPluginSeeds();
   ClockCoordinatorSeeds();
   InboundSequencerSeeds();
+  NodeReportSeeds();
 }

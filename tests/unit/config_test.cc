@@ -684,5 +684,43 @@ TEST(Config, BadCheckpointSettingsAreRefusedSayingWhy) {
   }
 }
 
+TEST(Config, StallReportAndMetricsDefaultAndAreRead) {
+  Config c;
+  ASSERT_TRUE(Load(RequiredEnv(), &c).ok());
+  EXPECT_EQ(c.stall_report_s, 30);
+  EXPECT_EQ(c.metrics_port, 0);  // off
+  Env env = RequiredEnv();
+  env["PS_STALL_REPORT"] = "0";
+  env["PS_METRICS_PORT"] = "9100";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_EQ(c.stall_report_s, 0);
+  EXPECT_EQ(c.metrics_host, "127.0.0.1");
+  EXPECT_EQ(c.metrics_port, 9100);
+  env["PS_STALL_REPORT"] = "2.5";
+  env["PS_METRICS_PORT"] = "0.0.0.0:9200";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_EQ(c.stall_report_s, 2.5);
+  EXPECT_EQ(c.metrics_host, "0.0.0.0");
+  EXPECT_EQ(c.metrics_port, 9200);
+}
+
+TEST(Config, BadStallReportAndMetricsSettingsAreRefusedNamingTheVariable) {
+  struct Bad {
+    const char* name;
+    const char* value;
+  };
+  for (Bad b : {Bad{"PS_STALL_REPORT", "-1"}, Bad{"PS_STALL_REPORT", "soon"},
+                Bad{"PS_METRICS_PORT", "0"}, Bad{"PS_METRICS_PORT", "70000"},
+                Bad{"PS_METRICS_PORT", "http"}, Bad{"PS_METRICS_PORT", ":9100"},
+                Bad{"PS_METRICS_PORT", "localhost:"}}) {
+    Env env = RequiredEnv();
+    env[b.name] = b.value;
+    Config c;
+    Status s = Load(env, &c);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << b.name << "=" << b.value;
+    EXPECT_TRUE(Contains(s, b.name)) << s.ToString();
+  }
+}
+
 }  // namespace
 }  // namespace ps

@@ -33,6 +33,7 @@
 #include "ps/internal/customer.h"
 #include "ps/internal/kv_message.h"
 #include "ps/internal/log_limiter.h"
+#include "ps/internal/node_activity.h"
 #include "ps/internal/postoffice.h"
 #include "ps/kv_pairs.h"
 #include "ps/sarray.h"
@@ -235,6 +236,7 @@ class KVServer : public SimpleApp {
       ResponseError(meta, Status::InvalidArgument("rejected by server: " + s.message()));
       return;
     }
+    NodeActivity::Get()->CountServed(meta.push, meta.pull);
     try {
       request_handle_(meta, data, this);
     } catch (const std::exception& e) {

@@ -182,6 +182,7 @@ class OptimizerServer {
   OptimizerServerOptions options_;
   std::unique_ptr<Optimizer> optimizer_;
   std::vector<std::unique_ptr<ShardThread>> shards_;
+  int queue_depths_id_ = -1;  // NodeActivity::AddQueueDepths
   std::atomic<uint64_t> answered_{0};
   std::atomic<uint64_t> pushes_taken_{0};
   // Push requests taken from each worker rank (PS_NUM_WORKER of them), restored from a

@@ -94,6 +94,9 @@ class KVWorker : public SimpleApp {
     customer_->set_abort_handle([this](int ts, uint64_t id, const Status& s) {
       if (!AbortIfMine(ts, id, s)) pipeline_->Abort(ts, id, s);
     });
+    customer_->set_describe_handle([this](uint64_t id, NodeActivity::WaitInfo* info) {
+      return pipeline_->Describe(id, info);
+    });
     AttachCustomer(customer_.get());
     customer_->Open();
   }

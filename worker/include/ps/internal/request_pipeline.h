@@ -43,6 +43,7 @@
 #include "ps/internal/customer.h"
 #include "ps/internal/log_limiter.h"
 #include "ps/internal/message.h"
+#include "ps/internal/node_activity.h"
 #include "ps/sarray.h"
 #include "ps/status.h"
 
@@ -91,6 +92,9 @@ class RequestPipeline {
   void Process(Message& msg);
   // Ends a request early (Customer::AbortHandle).
   void Abort(int timestamp, uint64_t request_id, const Status& status);
+  // What request `request_id` waits for (Customer::DescribeHandle): its kind and the
+  // servers whose answers are missing. False when it is not in flight here.
+  bool Describe(uint64_t request_id, NodeActivity::WaitInfo* info);
 
   // Gradient compression of pushes and fp16 pull answers (float values only; see
   // ps/compression_policy.h). Set before issuing requests (not thread-safe with them).

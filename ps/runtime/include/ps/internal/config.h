@@ -114,6 +114,14 @@ struct Config {
   std::string checkpoint_dir;
   double checkpoint_every_seconds = 0;
   uint64_t checkpoint_every_pushes = 0;
+  // The scheduler's view of a running job (docs/operability.md). PS_STALL_REPORT: when
+  // nothing has progressed for this many seconds while nodes wait, the scheduler logs
+  // who waits for whom, once per stall; 0: never. PS_METRICS_PORT ("PORT" or
+  // "ADDRESS:PORT"): the scheduler serves the job's metrics in the Prometheus text
+  // format over HTTP there (on 127.0.0.1 when no address is given); unset: off.
+  double stall_report_s = 30;
+  std::string metrics_host = "127.0.0.1";
+  int metrics_port = 0;
 
   // Fills `config` from `getenv`. Each PS_* name also accepts its ps-lite alias
   // (DMLC_ROLE, DMLC_NUM_WORKER, DMLC_NUM_SERVER, DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT,

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "ps/internal/message.h"
+#include "ps/internal/node_activity.h"
 #include "ps/status.h"
 
 namespace ps {
@@ -57,6 +58,11 @@ class Customer {
   // owner cleans up and must call FinishRequest(timestamp, status). Runs on the node's
   // control thread: it must not block or run app code (post that with RunOnOwnThread).
   using AbortHandle = std::function<void(int timestamp, uint64_t request_id, const Status&)>;
+  // Says what request `request_id` waits for, for the stall report (NodeActivity):
+  // fills `what` and the node ids not answered yet, or returns false to leave it to the
+  // customer (the request's peers). Called on the control loop without the customer's
+  // lock; it must not block on app code.
+  using DescribeHandle = std::function<bool(uint64_t request_id, NodeActivity::WaitInfo*)>;
   enum class Delivery { kOwnThread, kReceiveThread };
   struct Options {
     Delivery delivery = Delivery::kOwnThread;
@@ -113,6 +119,7 @@ class Customer {
   size_t NumInFlight();
 
   void set_abort_handle(AbortHandle handle);
+  void set_describe_handle(DescribeHandle handle);
   // Runs fn on the customer's own thread, after what is queued before it (used for
   // callbacks of requests that end early: app code never runs on the control thread).
   // Blocks while the queue is full, except on the node's control loop, which never
@@ -140,6 +147,10 @@ class Customer {
     bool receive_in_wait;        // NewDataRequest
   };
   int NewRequest(const std::vector<int>& peers, uint64_t* request_id, bool receive_in_wait);
+  // WaitRequest once its wait is registered with NodeActivity.
+  Status AwaitRequest(int timestamp, std::chrono::milliseconds timeout);
+  // What a thread waiting for `timestamp` waits for (NodeActivity's describe).
+  void DescribeWait(int timestamp, NodeActivity::WaitInfo* info);
   // The id of timestamp ts among those issued, or 0 if it was never issued.
   uint64_t IdOfLocked(int timestamp) const;
   void Abort(std::vector<std::pair<int, uint64_t>> victims, const Status& status);
@@ -165,6 +176,7 @@ class Customer {
   // One entry per such thread; a handful at most, so a vector.
   std::vector<uint64_t> van_waiters_;
   AbortHandle abort_handle_;
+  DescribeHandle describe_handle_;
   uint64_t next_id_ = 1;
   std::map<uint64_t, InFlight> in_flight_;  // by id: id order is deadline order
   std::unordered_map<uint64_t, Status> failures_;

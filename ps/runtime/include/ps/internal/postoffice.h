@@ -212,6 +212,9 @@ class Postoffice {
   void HandleMembership(const Message& msg);
   void StartNodeTimers();
   void SendHeartbeat();
+  // This node's NodeReport (proto/node_report.proto), serialized: what heartbeats and
+  // the leave carry.
+  std::string ActivityReport() const;
   void CheckScheduler();
   void ResendDue();
   void ExpireEarlyMessages();
