@@ -294,7 +294,8 @@ class LaunchTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0)
         for word in ["--num-workers", "--num-servers", "--host", "--port",
                      "--transport", "--env", "--timeout", "--grace",
-                     "--launcher", "--verbose", "--consistency",
+                     "--launcher", "--verbose", "--consistency", "--metrics",
+                     "SIGUSR1", "PS_METRICS_PORT",
                      "PS_CONSISTENCY", "PS_ROLE", "PS_RANK",
                      "PS_NUM_WORKER", "PS_NUM_SERVER", "PS_SCHEDULER_URI",
                      "PS_SCHEDULER_PORT", "PS_NODE_HOST", "PS_TRANSPORT",
@@ -326,6 +327,45 @@ class LaunchTest(unittest.TestCase):
                 self.assertEqual(len(lines), 4, r.stdout)
                 for line in lines:
                     self.assertTrue(line.endswith("] model=" + mode), line)
+
+    def test_metrics_port_is_set_for_the_scheduler_only(self):
+        r = self.launch("-n", "1", "-s", "1", "--metrics", "127.0.0.1:9187", "--",
+                        "sh", "-c", 'echo "metrics=${PS_METRICS_PORT:-unset}"')
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("[scheduler] metrics=127.0.0.1:9187", r.stdout)
+        self.assertIn("[server 0] metrics=unset", r.stdout)
+        self.assertIn("[worker 0] metrics=unset", r.stdout)
+
+    def test_sigusr1_reaches_the_scheduler_only_and_stops_nothing(self):
+        # Each node says whether SIGUSR1 is ignored when it starts (the scheduler's is,
+        # until its runtime takes it over), then listens for it itself.
+        node = (
+            "import os, signal, sys, time\n"
+            "role = os.environ['PS_ROLE']\n"
+            "ignored = signal.getsignal(signal.SIGUSR1) == signal.SIG_IGN\n"
+            "signal.signal(signal.SIGUSR1, lambda *_: print('got SIGUSR1', flush=True))\n"
+            "print('ready, SIGUSR1 ignored' if ignored else 'ready', flush=True)\n"
+            "time.sleep(6)\n")
+        proc = subprocess.Popen(
+            [sys.executable, LAUNCH, "-n", "1", "-s", "1", "--", sys.executable, "-c", node,
+             self.marker], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            self.wait_for_processes(4)  # the launcher and its 3 nodes
+            time.sleep(1.5)  # every node has set its handler
+            proc.send_signal(signal.SIGUSR1)
+            out, err = proc.communicate(timeout=LIMIT_S)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertIn("[scheduler] ready, SIGUSR1 ignored", out)
+        self.assertIn("[server 0] ready\n", out)
+        self.assertIn("[scheduler] got SIGUSR1", out)
+        self.assertNotIn("[server 0] got SIGUSR1", out)
+        self.assertNotIn("[worker 0] got SIGUSR1", out)
+        self.assertIn("got SIGUSR1; the scheduler prints who waits for whom", err)
+        self.assert_nothing_left()
 
     def test_job_token_is_shared_secret_and_never_shown(self):
         cmd = 'echo "token=$PS_JOB_TOKEN"'
