@@ -73,6 +73,10 @@ herdps_server_death_test(server_restart_by_the_launcher server_restart_test.py l
 herdps_server_death_test(replication_replicas_are_identical replication_test.py
                          replicas_are_identical)
 herdps_server_death_test(replication_kill_one_of_three replication_test.py kill_one_of_three)
+# A push that reaches a replica twice (as the dead owner's copy, then as the worker's
+# part sent again) is taken once: forced by making the owner lose half of what it gets.
+herdps_server_death_test(replication_push_sent_again_after_its_copy_is_taken_once
+                         replication_test.py kill_one_of_three_lossy)
 herdps_server_death_test(replication_launched replication_test.py launched LAUNCH)
 # The restart and the failover with the runtime's default heartbeats (dead after 10 s).
 herdps_server_death_test(server_restart_from_checkpoint_with_default_heartbeats

@@ -177,10 +177,10 @@ class Job:
         self.procs.append(p)
         return p
 
-    def start_by_hand(self, app, workers, servers, app_args, extra_env=None):
+    def start_by_hand(self, app, workers, servers, app_args, extra_env=None, node_env=None):
         """Scheduler, servers and workers as separate processes, each told only what a
-        node on another host would be told (plus extra_env). Returns {"scheduler": p,
-        "server 0": p, ...}."""
+        node on another host would be told (plus extra_env, and node_env[name] for the
+        node of that name). Returns {"scheduler": p, "server 0": p, ...}."""
         base = {k: v for k, v in os.environ.items()
                 if not k.startswith(("PS_", "DMLC_"))}
         base.update(HEARTBEATS)
@@ -193,7 +193,7 @@ class Job:
         for role, count in (("scheduler", 1), ("server", servers), ("worker", workers)):
             for rank in range(count):
                 name = "scheduler" if role == "scheduler" else f"{role} {rank}"
-                env = dict(base, PS_ROLE=role, PS_RANK=str(rank))
+                env = dict(base, PS_ROLE=role, PS_RANK=str(rank), **(node_env or {}).get(name, {}))
                 p = Process(name, [app, f"--marker={self.marker}", *app_args], env,
                             self.tmp.name)
                 self.procs.append(p)

@@ -18,6 +18,15 @@ HOW is one of:
                           HERDPS_TEST_HEARTBEAT_TIMEOUT=S (default 3, heartbeats every
                           S/5; "default": the runtime's defaults) sets how fast the
                           death is declared.
+  kill_one_of_three_lossy as kill_one_of_three with 600 pushes per worker, 16 in flight
+                          at a time (--window), server 1
+                          losing half of what it receives (PS_DROP_RATE=0.5, PS_RESEND=1
+                          at 100 ms on every node): most of its requests wait for the
+                          answers to their copies, so when it dies the workers send
+                          parts again that its replicas already took as copies; each is
+                          taken once and the counts are exact. Runs up to 4 times until
+                          one shows such a push in the servers' logs (most runs do),
+                          and fails if none did: it did not test what it is for.
   launched                as kill_one_of_three under tracker/launch (LAUNCH) with
                           --env PS_REPLICATION=2: the launcher says the job goes on and
                           exits 0.
@@ -117,9 +126,10 @@ HEARTBEAT_ENV = ({"PS_HEARTBEAT_INTERVAL": "1", "PS_HEARTBEAT_TIMEOUT": "10"}
                   "PS_HEARTBEAT_TIMEOUT": _TIMEOUT})
 
 
-def check_counts(f, worker_texts):
+def check_counts(f, worker_texts, pushes=None):
     """The final values are exactly the acknowledged increments, and no push failed.
-    worker_texts: each worker's output, worker 0's first."""
+    worker_texts: each worker's output, worker 0's first; pushes: per worker (PUSHES)."""
+    pushes = PUSHES if pushes is None else pushes
     acknowledged = failed = 0
     for r, text in enumerate(worker_texts):
         m = re.search(rf"worker {r} acknowledged (\d+) .* failed (\d+)", text)
@@ -134,7 +144,7 @@ def check_counts(f, worker_texts):
     print(f"acknowledged {acknowledged}, counted {counted}, pushes that failed and were "
           f"pushed again {failed}: lost {max(acknowledged - counted, 0)}, counted twice "
           f"{max(counted - acknowledged, 0)}")
-    f.expect(acknowledged == WORKERS * PUSHES, f"acknowledged {acknowledged}")
+    f.expect(acknowledged == WORKERS * pushes, f"acknowledged {acknowledged}")
     f.expect(counted >= acknowledged,
              f"{acknowledged - counted} acknowledged increments are missing")
     f.expect(counted <= acknowledged,
@@ -173,11 +183,22 @@ def recovery_s(worker_texts, killed_at):
     return last_low - killed_at
 
 
-def kill_one_of_three(app, f):
+def kill_one_of_three(app, f, lossy=False):
+    """lossy: server 1 loses half of what it receives (PS_DROP_RATE=0.5; resend on every
+    node, at 100 ms), the answers of its replicas to its copies among it, so that many of
+    its requests wait with their copies taken and their answers not sent yet: when it is
+    killed, the workers send those parts again to the replicas that took the copies.
+    Returns how many pushes the survivors said they had taken before (a lower bound)."""
+    pushes = 600 if lossy else PUSHES
     with Job() as job:
-        args = [f"--pushes={PUSHES}", f"--keys={KEYS}"]
-        nodes = job.start_by_hand(app, WORKERS, SERVERS, args,
-                                  extra_env=dict(HEARTBEAT_ENV, PS_REPLICATION="2"))
+        args = [f"--pushes={pushes}", f"--keys={KEYS}"] + (["--window=16"] if lossy else [])
+        env = dict(HEARTBEAT_ENV, PS_REPLICATION="2")
+        node_env = {}
+        if lossy:
+            env.update(PS_RESEND="1", PS_RESEND_TIMEOUT="100")
+            node_env["server 1"] = {"PS_DROP_RATE": "0.5"}
+        nodes = job.start_by_hand(app, WORKERS, SERVERS, args, extra_env=env,
+                                  node_env=node_env)
         if not wait_until(lambda: all(f"worker {r} pid" in nodes[f"worker {r}"].text()
                                       for r in range(WORKERS)), START_S):
             raise AssertionError("the workers did not start")
@@ -189,7 +210,7 @@ def kill_one_of_three(app, f):
             raise AssertionError("the job did not finish after the kill")
         print(f"the job finished {time.time() - killed_at:.1f} s after the kill")
         texts = [nodes[f"worker {r}"].text() for r in range(WORKERS)]
-        check_counts(f, texts)
+        check_counts(f, texts, pushes)
         back = recovery_s(texts, killed_at)
         print("throughput back at 90%: " + (f"{back:.2f} s after the kill" if back is not None
                                              else "cannot be told"))
@@ -199,8 +220,28 @@ def kill_one_of_three(app, f):
             f.expect(p.proc.returncode == 0, f"{p.name} exited {p.proc.returncode}, not 0")
         f.expect("kept a live replica" in nodes["scheduler"].text(),
                  "the scheduler did not say the job lost nothing")
+        # Each server's log says how many so far; the log samples a flood, so the last
+        # count said is a lower bound.
+        taken_twice = sum(max([int(n) for n in re.findall(
+            r"was taken here before .*answered without applying it again \((\d+) so far\)",
+            p.text())] or [0]) for p in survivors)
+        print(f"pushes a replica had taken before they came again: at least {taken_twice}")
         left = job.left()
         f.expect(left == [], f"processes left: {left}")
+        return taken_twice
+
+
+def push_sent_again_after_its_copy(app, f, attempts=4):
+    """kill_one_of_three_lossy: lossy runs until one shows a push taken twice (most do:
+    the rest had every request in flight to server 1 held before its copy, behind a lost
+    message), each checked in full."""
+    for attempt in range(1, attempts + 1):
+        if kill_one_of_three(app, f, lossy=True) > 0:
+            print(f"run {attempt}: a replica took a push it had taken before once")
+            return
+        print(f"run {attempt}: no push came twice to a replica; again")
+    f.append(f"in {attempts} runs no push came twice to a replica: the test did not "
+             "exercise the de-duplication it is for")
 
 
 def launched(app, launch, f):
@@ -271,7 +312,8 @@ def linear(app, launch, f):
 
 
 def main():
-    hows = ("replicas_are_identical", "kill_one_of_three", "launched", "linear")
+    hows = ("replicas_are_identical", "kill_one_of_three", "kill_one_of_three_lossy",
+            "launched", "linear")
     launched_hows = ("launched", "linear")
     if len(sys.argv) not in (3, 4) or sys.argv[1] not in hows or \
             (sys.argv[1] in launched_hows) != (len(sys.argv) == 4):
@@ -282,6 +324,8 @@ def main():
         return run_checks(lambda f: launched(app, sys.argv[3], f))
     if how == "linear":
         return run_checks(lambda f: linear(app, sys.argv[3], f))
+    if how == "kill_one_of_three_lossy":
+        return run_checks(lambda f: push_sent_again_after_its_copy(app, f))
     return run_checks(lambda f: {"replicas_are_identical": replicas_are_identical,
                                  "kill_one_of_three": kill_one_of_three}[how](app, f))
 

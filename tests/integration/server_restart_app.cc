@@ -6,10 +6,11 @@
 //
 // Servers run an OptimizerServer (SGD, learning rate 1, zeros) whose checkpoints come
 // from PS_CHECKPOINT_DIR / PS_CHECKPOINT_EVERY; a push of -1 adds 1, so every key is a
-// counter. Each worker pushes -1 to one of --keys keys at a time, round robin, waiting
-// for each push, until --pushes were acknowledged; it counts the acknowledged ones. A
-// push that fails (its server died) is not counted: the worker asks KVWorker::Restarts
-// every --retry_ms and pushes again once the server is back. At the end every worker
+// counter. Each worker pushes -1 to one of --keys keys at a time, round robin, with
+// --window pushes in flight (waiting for the oldest before it issues the next), until
+// --pushes were acknowledged; it counts the acknowledged ones. A push that fails (its
+// server died) is not counted: the worker asks KVWorker::Restarts every --retry_ms and
+// pushes its key again once the server is back. At the end every worker
 // asks Restarts once more and prints
 //   "server_restart_app: worker R acknowledged A lost L unacknowledged_applied U restarts N"
 // and, after a worker barrier, worker 0 pulls every key and prints
@@ -26,9 +27,11 @@
 #include <gflags/gflags.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
+#include <deque>
 #include <ctime>
 #include <memory>
 #include <string>
@@ -41,6 +44,7 @@
 DEFINE_int32(keys, 64, "counters (keys 0 .. keys-1, spread over the servers)");
 DEFINE_int32(pushes, 3000, "acknowledged pushes each worker makes");
 DEFINE_int32(push_gap_us, 1000, "pause between two pushes");
+DEFINE_int32(window, 1, "pushes in flight per worker (1: each waited for before the next)");
 DEFINE_int32(retry_ms, 100, "pause after a failed push");
 DEFINE_string(optimizer, "sgd", "the servers' optimizer (sgd with lr 1 makes counters)");
 DEFINE_string(save_dir, "", "servers save <dir>/server-<rank>.ckpt after ps::Finalize");
@@ -90,19 +94,37 @@ int RunWorker() {
   Say("worker %d pid %d started", rank, static_cast<int>(getpid()));
   const double started = WallNow();
   std::vector<uint32_t> acks_per_bucket;  // per 50 ms since `started`
+  // Pushes issued and not waited for yet (their timestamps and keys, oldest first), and
+  // the keys of failed pushes, pushed again.
+  std::deque<std::pair<int, ps::Key>> in_flight;
+  std::deque<ps::Key> again;
+  const size_t window = static_cast<size_t>(std::max(FLAGS_window, 1));
   while (acknowledged < static_cast<uint64_t>(FLAGS_pushes)) {
-    std::vector<ps::Key> key = {static_cast<ps::Key>(next_key)};
-    std::vector<float> minus_one = {-1.0f};
-    ps::Status s = kv.Wait(kv.Push(key, minus_one));
+    while (in_flight.size() < window &&
+           acknowledged + in_flight.size() < static_cast<uint64_t>(FLAGS_pushes)) {
+      ps::Key key = static_cast<ps::Key>(next_key);
+      if (!again.empty()) {
+        key = again.front();
+        again.pop_front();
+      } else {
+        next_key = (next_key + 1) % FLAGS_keys;
+      }
+      in_flight.emplace_back(kv.Push({key}, {-1.0f}), key);
+      if (FLAGS_push_gap_us > 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(FLAGS_push_gap_us));
+      }
+    }
+    const auto [timestamp, key] = in_flight.front();
+    in_flight.pop_front();
+    ps::Status s = kv.Wait(timestamp);
     if (s.ok()) {
       ++acknowledged;
       const size_t bucket = static_cast<size_t>((WallNow() - started) / 0.05);
       if (bucket >= acks_per_bucket.size()) acks_per_bucket.resize(bucket + 1, 0);
       ++acks_per_bucket[bucket];
-      next_key = (next_key + 1) % FLAGS_keys;
-      if (FLAGS_push_gap_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(FLAGS_push_gap_us));
       continue;
     }
+    again.push_back(key);
     if (failed++ == 0) Say("worker %d: a push failed: %s", rank, s.ToString().c_str());
     std::this_thread::sleep_for(std::chrono::milliseconds(FLAGS_retry_ms));
     Note(kv.Restarts(), rank, &tally);
