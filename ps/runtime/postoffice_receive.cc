@@ -8,11 +8,11 @@
 #include <chrono>
 
 #include "customer_directory.h"
-#include "ps/internal/node_activity.h"
 #include "drop_injector.h"
 #include "inbound_channel.h"
 #include "join_state.h"
 #include "ps/internal/event_loop.h"
+#include "ps/internal/node_activity.h"
 #include "ps/internal/postoffice.h"
 #include "ps/internal/reorder_window.h"
 #include "ps/internal/resend_outbox.h"
