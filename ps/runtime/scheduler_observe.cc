@@ -4,9 +4,9 @@
 #include <signal.h>
 
 #include <atomic>
-#include <cstdio>
 
 #include "metrics_text.h"
+#include "ps/internal/config.h"
 #include "ps/internal/node_activity.h"
 #include "ps/internal/postoffice.h"
 #include "scheduler_role.h"
@@ -22,12 +22,6 @@ int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-std::string Seconds(double s) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%g", s);
-  return text;
 }
 
 }  // namespace
@@ -111,8 +105,9 @@ void SchedulerRole::CheckStall() {
   if (!due && !asked) return;
   std::vector<std::string> lines = WhoWaitsForWhom(snapshot);
   if (due) {
-    LOG(WARNING) << "stall: nothing has progressed for " << Seconds(config_.stall_report_s)
-                 << " s while workers wait (PS_STALL_REPORT=" << Seconds(config_.stall_report_s)
+    const std::string stall_s = SecondsText(config_.stall_report_s);
+    LOG(WARNING) << "stall: nothing has progressed for " << stall_s
+                 << " s while workers wait (PS_STALL_REPORT=" << stall_s
                  << "); who waits for whom:";
   } else {
     LOG(WARNING) << "waits: who waits for whom now (asked by SIGUSR1)"
