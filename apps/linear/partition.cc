@@ -1,6 +1,7 @@
 // PartitionRows: balanced contiguous blocks, computed without overflow.
 #include "partition.h"
 
+#include <algorithm>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -32,6 +33,20 @@ std::vector<size_t> PartitionRows(size_t rows, int num_workers, int rank) {
   }
   std::vector<size_t> ids(end - begin);
   std::iota(ids.begin(), ids.end(), begin);
+  return ids;
+}
+
+std::vector<size_t> PartitionRowsByLabel(const std::vector<float>& labels, int num_workers,
+                                         int rank) {
+  std::vector<size_t> by_label(labels.size());
+  std::iota(by_label.begin(), by_label.end(), size_t{0});
+  std::stable_sort(by_label.begin(), by_label.end(),
+                   [&labels](size_t a, size_t b) { return labels[a] < labels[b]; });
+  std::vector<size_t> ids;
+  for (size_t position : PartitionRows(labels.size(), num_workers, rank)) {
+    ids.push_back(by_label[position]);
+  }
+  std::sort(ids.begin(), ids.end());
   return ids;
 }
 

@@ -14,4 +14,13 @@ namespace linear {
 // 0 <= rank < num_workers.
 std::vector<size_t> PartitionRows(size_t rows, int num_workers, int rank);
 
+// Like PartitionRows, but the blocks are cut from the rows in the order of their labels
+// (a stable sort: label 0 rows, then label 1 rows, each in row order), so that a
+// worker holds mostly one class: data that is not identically distributed across the
+// workers, as when each holds its own users' data. The block comes back in increasing
+// row order, so that a worker visits its rows as the file has them. Throws as
+// PartitionRows does, with rows = labels.size().
+std::vector<size_t> PartitionRowsByLabel(const std::vector<float>& labels, int num_workers,
+                                         int rank);
+
 }  // namespace linear

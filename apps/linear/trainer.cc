@@ -194,7 +194,9 @@ TrainingData LoadTrainingData(int rank, int num_workers) {
     s.Apply(&data.train);
     if (data.test.rows() > 0) s.Apply(&data.test);
   }
-  data.my_rows = PartitionRows(data.train.rows(), num_workers, rank);
+  data.my_rows = FLAGS_partition == "label"
+                     ? PartitionRowsByLabel(data.train.labels, num_workers, rank)
+                     : PartitionRows(data.train.rows(), num_workers, rank);
   return data;
 }
 
@@ -273,9 +275,16 @@ int RunWorker(const TrainingData& data, bool* leave) {
         FLAGS_optimizer.c_str(), FLAGS_lr, kv.compression().ToString().c_str());
   }
   // Every worker says which rows it trains on, so a run's partitioning is on record.
-  std::printf("worker %d: training rows [%zu, %zu) of %zu (contiguous blocks)\n", rank,
-              data.my_rows.empty() ? size_t{0} : data.my_rows.front(),
-              data.my_rows.empty() ? size_t{0} : data.my_rows.back() + 1, data.train.rows());
+  if (FLAGS_partition == "label") {
+    size_t positives = 0;
+    for (size_t row : data.my_rows) positives += data.train.labels[row] > 0.5f ? 1 : 0;
+    std::printf("worker %d: %zu training rows of %zu, %zu of them with label 1 (blocks of the "
+                "rows sorted by label)\n", rank, data.my_rows.size(), data.train.rows(), positives);
+  } else {
+    std::printf("worker %d: training rows [%zu, %zu) of %zu (contiguous blocks)\n", rank,
+                data.my_rows.empty() ? size_t{0} : data.my_rows.front(),
+                data.my_rows.empty() ? size_t{0} : data.my_rows.back() + 1, data.train.rows());
+  }
   std::vector<int64_t> position(data.num_features + 1, -1);
   const size_t local = data.my_rows.size();
   const size_t batch = FLAGS_batch_size == 0 ? local : static_cast<size_t>(FLAGS_batch_size);

@@ -41,6 +41,10 @@ DEFINE_string(save_model, "", "write the final model here: one 'key value' line 
 DEFINE_string(metrics_csv, "", "write per-epoch metrics here (CSV with a header)");
 DEFINE_int32(eval_every, 1, "evaluate every N epochs (and always after the last)");
 DEFINE_int32(server_threads, 0, "shard threads per server; 0: PS_SERVER_THREADS or cores");
+DEFINE_string(partition, "blocks",
+              "blocks: each worker trains on a contiguous block of the training rows; label: "
+              "on a block of the rows sorted by label (stable), so that each worker holds "
+              "mostly one class (non-IID data)");
 DEFINE_string(clock_every, "batch",
               "batch or epoch: end a clock (KVWorker::Clock) after every step or every epoch; "
               "the job's model (PS_CONSISTENCY, tracker/launch --consistency) says who waits");
@@ -117,6 +121,10 @@ void ValidateTrainingFlags() {
   if (!FLAGS_consistency.empty() && !ps::ConsistencyModel::Parse(FLAGS_consistency, &model).ok()) {
     throw std::invalid_argument("--consistency must be bsp, asp or ssp:S (S a whole number from 0 "
                                 "to 1000000), not '" + FLAGS_consistency + "'");
+  }
+  if (FLAGS_partition != "blocks" && FLAGS_partition != "label") {
+    throw std::invalid_argument("--partition must be blocks or label, not '" + FLAGS_partition +
+                                "'");
   }
   if (FLAGS_clock_every != "batch" && FLAGS_clock_every != "epoch") {
     throw std::invalid_argument("--clock_every must be batch or epoch, not '" + FLAGS_clock_every +

@@ -39,6 +39,7 @@ DECLARE_string(save_model);
 DECLARE_string(metrics_csv);
 DECLARE_int32(eval_every);
 DECLARE_int32(server_threads);
+DECLARE_string(partition);
 DECLARE_string(clock_every);
 DECLARE_int32(straggler);
 DECLARE_double(straggler_prob);

@@ -120,8 +120,8 @@ def test_smoke(tool, linear, tmp, plots):
           "evaluations.csv has every evaluation")
     curves_dir = os.path.join(out_dir, "curves")
     curves = sorted(os.listdir(curves_dir)) if os.path.isdir(curves_dir) else []
-    check(curves == ["adam__none.csv", "adam__topk_0.01.csv", "sgd__none.csv",
-                     "sgd__topk_0.01.csv"], f"the curves ({curves})")
+    check(curves == ["adam__none__s1.csv", "adam__topk_0.01__s1.csv", "sgd__none__s1.csv",
+                     "sgd__topk_0.01__s1.csv"], f"a curve per (optimizer, codec, seed) ({curves})")
     if plots:
         for opt in ("sgd", "adam"):
             png = os.path.join(out_dir, f"loss_{opt}.png")

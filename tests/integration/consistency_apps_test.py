@@ -118,6 +118,7 @@ def test_linear(launch, linear):
         # Bad flags: status 2 before joining a job (no launcher needed), with a message.
         bad = [
             (["--clock_every", "step"], "--clock_every must be batch or epoch"),
+            (["--partition", "random"], "--partition must be blocks or label"),
             (["--straggler", "0", "--straggler_prob", "0.1", "--straggler_factor", "2"],
              "exclude each other"),
             (["--straggler_prob", "1.5", "--straggler_factor", "2"],
@@ -169,7 +170,8 @@ def test_tracker(consistency, linear):
         plots = matplotlib_available()
         out_dir = os.path.join(tmp, "out")
         cmd = [consistency, "--linear", linear, "--out", out_dir, "--epochs", "2",
-               "--modes", "bsp,ssp:3", "--no_baseline", "--target_loss", "10", "--repeats", "2"]
+               "--modes", "bsp,ssp:3", "--no_baseline", "--target_loss", "10", "--repeats", "2",
+               "--partition", "label"]
         rc, out = run(cmd + ([] if plots else ["--no_plots"]), timeout=240)
         if not check(rc == 0, f"tracker/consistency with tiny settings exits 0 (got {rc})"):
             print(tail(out, 30))
@@ -182,6 +184,8 @@ def test_tracker(consistency, linear):
         check(len(rows) == 2 and all("| p=0.05 x5 |" in r for r in rows),
               f"results.md has one row per (mode, straggler): {rows}")
         check(table and table.splitlines()[-1] in out, "the table is printed")
+        check("the rows partitioned by label" in table and "| final test accuracy |" in table,
+              "the table's header names the partition and the test accuracy column")
         summary = os.path.join(out_dir, "summary.csv")
         runs = read_csv(summary) if os.path.exists(summary) else []
         check(sorted((r["mode"], r["repeat"]) for r in runs) ==
@@ -198,13 +202,18 @@ def test_tracker(consistency, linear):
             rates = sorted(float(r["throughput_examples_per_s"]) for r in mine)
             slower = min(mine, key=lambda r: float(r["throughput_examples_per_s"]))
             spread = f"| {sum(rates) / 2:.0f} ({rates[0]:.0f}-{rates[1]:.0f}) |"
+            losses = sorted(float(r["final_train_loss"]) for r in mine)
+            loss_spread = (f"| {sum(losses) / 2:.4f} ({losses[0]:.4f}-{losses[1]:.4f}) |")
+            check(any(row.startswith(f"| {name} |") and loss_spread in row for row in rows),
+                  f"{name}: the table shows the final loss as median (min-max) {loss_spread}")
             check(shown[0] is slower and
                   any(row.startswith(f"| {name} |") and spread in row and
                       f"| {float(slower['wall_seconds']):.2f} |" in row for row in rows),
                   f"{name}: the table shows the median (min-max) throughput {spread} and "
                   f"the wall time of the run of median throughput: {rows}")
         check(re.search(r"^- straggler p=0\.05 x5: ssp:3's throughput is (above every run of "
-                        r"bsp|below every run of bsp|inside the noise of bsp)", table, re.M),
+                        r"bsp|below every run of bsp|inside the noise of bsp|"
+                        r"within 0\.1% of bsp's)", table, re.M),
               "results.md sets ssp:3's throughput against bsp's spread")
         for r in runs:
             name = f"{r['mode']} run {r['repeat']}"
@@ -214,6 +223,10 @@ def test_tracker(consistency, linear):
             # A target above the first epoch's loss is reached in epoch 1.
             check(r["epochs_to_target"] == "1" and float(r["seconds_to_target"]) > 0,
                   f"{name}: epochs and seconds to the target loss")
+            log = os.path.join(out_dir, "logs", os.path.basename(r["metrics_csv"])[:-4] + ".log")
+            check(os.path.exists(log) and
+                  "(blocks of the rows sorted by label)" in open(log).read(),
+                  f"{name}: --partition label reached apps/linear")
             metrics = read_csv(os.path.join(out_dir, r["metrics_csv"]))
             check(len(metrics) == 2 and all(m["consistency"] == r["mode"] for m in metrics) and
                   abs(float(metrics[-1]["train_loss"]) - float(r["final_train_loss"])) < 1e-6,

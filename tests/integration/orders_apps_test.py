@@ -186,7 +186,8 @@ def test_tracker(orders, linear, reference):
         check(os.path.exists(excess) and len(read_csv(excess)) == 6,
               "excess.csv has every evaluation")
         curves = sorted(os.listdir(os.path.join(out_dir, "curves")))
-        check(curves == ["m4_cdgrab.csv", "m4_idgrab.csv", "m4_rr.csv"], f"the curves ({curves})")
+        check(curves == ["m4_cdgrab_seed1.csv", "m4_idgrab_seed1.csv", "m4_rr_seed1.csv"],
+              f"a curve per (m, algorithm, seed) ({curves})")
         if plots:
             png = os.path.join(out_dir, "excess_m4.png")
             ok = os.path.exists(png)

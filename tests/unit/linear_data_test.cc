@@ -154,6 +154,28 @@ TEST(LinearPartition, RankOutsideTheWorkersIsInvalidArgument) {
   EXPECT_THROW(PartitionRows(10, 0, 0), std::invalid_argument);
 }
 
+TEST(LinearPartition, ByLabelCutsTheLabelSortedRowsAndKeepsRowOrder) {
+  // Label 0 rows: 1, 3, 4, 6; label 1 rows: 0, 2, 5. Sorted by label (stable):
+  // 1 3 4 6 | 0 2 5; blocks of 7 rows over 3 workers: [0,2) [2,4) [4,7).
+  const std::vector<float> labels = {1, 0, 1, 0, 0, 1, 0};
+  EXPECT_EQ(PartitionRowsByLabel(labels, 3, 0), (std::vector<size_t>{1, 3}));
+  EXPECT_EQ(PartitionRowsByLabel(labels, 3, 1), (std::vector<size_t>{4, 6}));
+  EXPECT_EQ(PartitionRowsByLabel(labels, 3, 2), (std::vector<size_t>{0, 2, 5}));
+  EXPECT_EQ(PartitionRowsByLabel(labels, 1, 0), (std::vector<size_t>{0, 1, 2, 3, 4, 5, 6}));
+  EXPECT_THROW(PartitionRowsByLabel({1, 0}, 3, 0), DataError);
+  EXPECT_THROW(PartitionRowsByLabel(labels, 3, 3), std::invalid_argument);
+}
+
+TEST(LinearPartition, ByLabelCoversEveryRowOnce) {
+  std::vector<float> labels;
+  for (int i = 0; i < 101; ++i) labels.push_back(static_cast<float>((i * 7) % 3 == 0));
+  std::vector<int> seen(labels.size(), 0);
+  for (int rank = 0; rank < 4; ++rank) {
+    for (size_t row : PartitionRowsByLabel(labels, 4, rank)) ++seen.at(row);
+  }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), static_cast<long>(labels.size()));
+}
+
 TEST(LinearStandardizer, FitsPopulationMeanAndStddevOfTheTrainingRows) {
   // Columns: {0,0,2,2} -> mean 1, sd 1; {5,5,5,5} -> constant; {10,20,30,40} -> mean 25,
   // variance (225 + 25 + 25 + 225) / 4 = 125.
