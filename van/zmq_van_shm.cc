@@ -8,12 +8,14 @@
 #include <zmq.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "meta_codec.h"
+#include "ps/internal/large_buffer.h"
 #include "zmq_van.h"
 
 namespace ps {
@@ -175,8 +177,8 @@ Status ZmqVan::AdoptShmFrames(const std::string& identity, const ShmFields& shm,
       (*data)[ref->index] = SArray<char>(
           payload, length, [mapping, offset, length](char*) { mapping->Release(offset, length); });
     } else {
-      SArray<char> copy;
-      copy.CopyFrom(payload, length);
+      SArray<char> copy = NewLargeBuffer(length);
+      std::memcpy(copy.data(), payload, length);
       mapping->Release(offset, length);
       (*data)[ref->index] = copy;
       shm_copied_bytes_.fetch_add(length, std::memory_order_relaxed);

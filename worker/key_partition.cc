@@ -1,5 +1,7 @@
 #include "ps/internal/key_partition.h"
 
+#include "ps/internal/key_order.h"
+
 namespace ps {
 
 KeyPartition PartitionKeys(const ConsistentHashRing& ring, int num_servers, const Key* keys,
@@ -16,13 +18,12 @@ Status ValidateKVPairsShape(const char* what, const Key* keys, size_t num_keys, 
                             const int* lens, size_t num_lens, bool need_vals) {
   std::string call(what);
   if (num_keys > UINT32_MAX) return Status::InvalidArgument(call + ": too many keys in one call");
-  for (size_t i = 1; i < num_keys; ++i) {
-    if (keys[i] <= keys[i - 1]) {
-      return Status::InvalidArgument(
-          call + ": keys must be sorted ascending without duplicates, but key[" +
-          std::to_string(i - 1) + "]=" + std::to_string(keys[i - 1]) + " and key[" +
-          std::to_string(i) + "]=" + std::to_string(keys[i]));
-    }
+  const size_t i = FirstUnsortedKey(keys, num_keys);
+  if (i < num_keys) {
+    return Status::InvalidArgument(
+        call + ": keys must be sorted ascending without duplicates, but key[" +
+        std::to_string(i - 1) + "]=" + std::to_string(keys[i - 1]) + " and key[" +
+        std::to_string(i) + "]=" + std::to_string(keys[i]));
   }
   if (!need_vals) return Status::OK();
   if (num_lens) {

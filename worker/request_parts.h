@@ -12,16 +12,16 @@
 #include <vector>
 
 #include "ps/internal/kv_message.h"
+#include "ps/internal/large_buffer.h"
 #include "ps/internal/message.h"
 #include "ps/internal/request_pipeline.h"
 
 namespace ps {
 
 // An uninitialised byte buffer, for arrays written over whole (a pull's result, a part's
-// gathered values): zero-filling them first would be one more pass over the data.
-inline SArray<char> RawBuffer(size_t bytes) {
-  return SArray<char>(new char[bytes ? bytes : 1], bytes, [](char* p) { delete[] p; });
-}
+// gathered values): zero-filling them first would be one more pass over the data. Large
+// ones on huge pages (ps/internal/large_buffer.h).
+inline SArray<char> RawBuffer(size_t bytes) { return NewLargeBuffer(bytes); }
 
 // One message of a request and, for a pull, its answer.
 struct RequestPipeline::Part {
@@ -63,6 +63,7 @@ struct RequestPipeline::Pending {
   std::vector<uint64_t> chunked_len;
   SArray<char> sized_output;
   std::function<Status(const SArray<char>&, const SArray<int>&)> deliver;
+  bool wants_lens = true;  // PipelineRequest::wants_lens
   Status status;
   std::unique_ptr<Held> held;  // set while held for the chunk answer (no parts yet)
   // The chunk question (AskChunkSupport) rather than a request: one part per server,

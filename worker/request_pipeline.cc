@@ -60,6 +60,7 @@ int RequestPipeline::Issue(PipelineRequest req, const char* what) {
   p->keys = req.keys;
   p->sized_output = req.sized_output;
   p->deliver = std::move(req.deliver);
+  p->wants_lens = req.wants_lens;
   // Chunks by the server app's one answer (chunk_agreement.cc): a request that would
   // chunk before it is known, and every request while it is asked for, is held.
   const ChunkSupport support = chunk_support_.load(std::memory_order_acquire);
@@ -320,6 +321,55 @@ Status RequestPipeline::RunCallback(const std::function<void()>& callback, int t
                           what);
 }
 
+namespace {
+
+// Value pos[j] of dst = value j of src, for values of kBytes bytes (see GatherFixed).
+template <size_t kBytes>
+void ScatterFixed(const char* src, const std::vector<uint32_t>& pos, char* dst) {
+  for (size_t j = 0; j < pos.size(); ++j) {
+    std::memcpy(dst + static_cast<size_t>(pos[j]) * kBytes, src + j * kBytes, kBytes);
+  }
+}
+
+}  // namespace
+
+bool RequestPipeline::AssembleSameWidth(Pending& p, SArray<char>* vals, SArray<int>* lens) {
+  const size_t n = p.keys.size();
+  if (!p.chunked_len.empty()) return false;
+  size_t width = 0, covered = 0;
+  bool first = true;
+  for (const Part& part : p.parts) {
+    if (part.replaced) continue;
+    const KVFrames& a = part.answer;
+    const size_t k = part.positions.size();
+    if (part.chunk >= 0 || !a.lens.empty() || k == 0) return false;
+    const size_t w = a.vals.size() / elem_size_ / k;
+    if (!first && w != width) return false;
+    width = w;
+    first = false;
+    covered += k;
+  }
+  if (first || covered != n || width > static_cast<size_t>(INT32_MAX)) return false;
+  const size_t bytes = width * elem_size_;
+  const size_t total = n * bytes;
+  *vals = p.sized_output.size() == total ? p.sized_output : RawBuffer(total);
+  for (const Part& part : p.parts) {
+    if (part.replaced) continue;
+    const char* from = part.answer.vals.data();
+    if (bytes == 4) {
+      ScatterFixed<4>(from, part.positions, vals->data());
+    } else if (bytes == 8) {
+      ScatterFixed<8>(from, part.positions, vals->data());
+    } else if (bytes) {
+      for (size_t j = 0; j < part.positions.size(); ++j) {
+        std::memcpy(vals->data() + part.positions[j] * bytes, from + j * bytes, bytes);
+      }
+    }
+  }
+  if (p.wants_lens) lens->resize(n, static_cast<int>(width));
+  return true;
+}
+
 Status RequestPipeline::Assemble(Pending& p, SArray<char>* vals, SArray<int>* lens) {
   const size_t n = p.keys.size();
   if (p.parts.empty()) return Status::OK();
@@ -328,9 +378,12 @@ Status RequestPipeline::Assemble(Pending& p, SArray<char>* vals, SArray<int>* le
     const KVFrames& a = p.parts[0].answer;
     *vals = a.vals;
     *lens = a.lens;
-    if (lens->empty()) lens->resize(n, n ? static_cast<int>(a.vals.size() / elem_size_ / n) : 0);
+    if (lens->empty() && p.wants_lens) {
+      lens->resize(n, n ? static_cast<int>(a.vals.size() / elem_size_ / n) : 0);
+    }
     return Status::OK();
   }
+  if (AssembleSameWidth(p, vals, lens)) return Status::OK();
   // Several parts: place each part's values at its keys' positions.
   std::vector<uint64_t> key_lens(n, 0);
   for (const Part& part : p.parts) {

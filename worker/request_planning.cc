@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ps/internal/key_partition.h"
+#include "ps/internal/large_buffer.h"
 #include "ps/internal/postoffice.h"
 #include "ps/internal/request_pipeline.h"
 #include "request_parts.h"
@@ -60,6 +61,57 @@ void RequestPipeline::RememberChunkedLengths(const PipelineRequest& req,
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t i = 0; i < chunked.size(); ++i) {
     if (chunked[i]) known_lens_[req.keys[i]] = chunked[i];
+  }
+}
+
+namespace {
+
+// Value j of dst = value pos[j] of src, for values of kBytes bytes: where a memcpy call
+// per key would cost more than the copy (one-float values are the common case).
+template <size_t kBytes>
+void GatherFixed(const char* src, const std::vector<uint32_t>& pos, char* dst) {
+  // Constant-size copies compile to plain loads and stores, whatever the alignment.
+  for (size_t j = 0; j < pos.size(); ++j) {
+    std::memcpy(dst + j * kBytes, src + static_cast<size_t>(pos[j]) * kBytes, kBytes);
+  }
+}
+
+}  // namespace
+
+void RequestPipeline::GatherPart(const PipelineRequest& req, const std::vector<size_t>& offsets,
+                                 size_t width, const std::vector<uint32_t>& pos,
+                                 SArray<Key>* keys, SArray<char>* vals, SArray<int>* lens) const {
+  // Not zero-filled: every element is written below.
+  *keys = NewLargeArray<Key>(pos.size());
+  for (size_t j = 0; j < pos.size(); ++j) (*keys)[j] = req.keys[pos[j]];
+  if (!req.push) return;
+  if (offsets.empty()) {
+    // Every key has `width` values.
+    const size_t bytes = width * elem_size_;
+    *vals = RawBuffer(pos.size() * bytes);
+    if (bytes == 4) {
+      GatherFixed<4>(req.vals.data(), pos, vals->data());
+    } else if (bytes == 8) {
+      GatherFixed<8>(req.vals.data(), pos, vals->data());
+    } else {
+      for (size_t j = 0; j < pos.size(); ++j) {
+        std::memcpy(vals->data() + j * bytes, req.vals.data() + pos[j] * bytes, bytes);
+      }
+    }
+    return;
+  }
+  size_t total = 0;
+  for (uint32_t i : pos) total += offsets[i + 1] - offsets[i];
+  *vals = RawBuffer(total * elem_size_);
+  lens->resize(pos.size());
+  size_t out = 0;
+  for (size_t j = 0; j < pos.size(); ++j) {
+    const size_t i = pos[j];
+    const size_t len = offsets[i + 1] - offsets[i];
+    (*lens)[j] = req.lens[i];
+    std::memcpy(vals->data() + out * elem_size_, req.vals.data() + offsets[i] * elem_size_,
+                len * elem_size_);
+    out += len;
   }
 }
 
@@ -118,63 +170,65 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
   // Value offsets of a push with lens (in elements), for copying parts.
   std::vector<size_t> offsets;
   if (req.push && !req.lens.empty()) offsets = ValueOffsets(req.lens.data(), n);
-  auto push_len = [&](size_t i) -> uint64_t {
-    return offsets.empty() ? width : offsets[i + 1] - offsets[i];
-  };
   if (req.pull) p->chunked_len = chunked;
 
   // Whole keys: one part per server that owns some (and, with codecs per key range,
-  // per codec, so that each part is one frame of one codec).
+  // per codec, so that each part is one frame of one codec). Two passes, so that each
+  // group's positions are allocated once at their size: which group each key goes
+  // to, then the positions.
   const ConsistentHashRing& ring = po->ring();
   const size_t codecs = req.push && compress_pushes_ ? compressors_.size() : 1;
-  std::vector<std::vector<uint32_t>> whole(static_cast<size_t>(num_servers) * codecs);
-  size_t servers_used = 0;
-  size_t whole_keys = 0;
+  const size_t groups = static_cast<size_t>(num_servers) * codecs;
+  constexpr uint32_t kChunkedKey = UINT32_MAX;
+  SArray<uint32_t> group_of = NewLargeArray<uint32_t>(groups > 1 || !chunked.empty() ? n : 0);
+  std::vector<size_t> group_size(groups, 0);
   for (size_t i = 0; i < n; ++i) {
-    if (!chunked.empty() && chunked[i]) continue;
-    size_t group = num_servers == 1 ? 0 : static_cast<size_t>(ring.ServerOf(req.keys[i]));
-    if (codecs > 1) group = group * codecs + CodecIndex(req.keys[i]);
-    auto& list = whole[group];
-    servers_used += list.empty();
-    list.push_back(static_cast<uint32_t>(i));
-    ++whole_keys;
-  }
-  for (size_t g = 0; g < whole.size(); ++g) {
-    if (whole[g].empty()) continue;
-    const int r = static_cast<int>(g / codecs);
-    Part part;
-    part.server = r;
-    if (servers_used == 1 && whole_keys == n) {
-      // One server owns every key: send the caller's arrays as they are; empty
-      // positions mean the answer is already in the caller's order.
-      add_part(std::move(part), req.keys, req.vals, req.lens, 0);
+    if (!chunked.empty() && chunked[i]) {
+      group_of[i] = kChunkedKey;
       continue;
     }
-    const std::vector<uint32_t>& pos = whole[g];
-    SArray<Key> keys(pos.size());
-    SArray<int> lens;
-    SArray<char> vals;
-    size_t total = 0;
-    for (size_t j = 0; j < pos.size(); ++j) {
-      keys[j] = req.keys[pos[j]];
-      if (req.push) total += push_len(pos[j]);
+    if (groups == 1) {
+      if (!group_of.empty()) group_of[i] = 0;
+      ++group_size[0];
+      continue;
     }
-    if (req.push) {
-      vals = RawBuffer(total * elem_size_);
-      if (!req.lens.empty()) lens.resize(pos.size());
-      size_t out = 0;
-      for (size_t j = 0; j < pos.size(); ++j) {
-        size_t i = pos[j];
-        size_t begin = offsets.empty() ? i * width : offsets[i];
-        size_t len = push_len(i);
-        if (!req.lens.empty()) lens[j] = req.lens[i];
-        std::memcpy(vals.data() + out * elem_size_, req.vals.data() + begin * elem_size_,
-                    len * elem_size_);
-        out += len;
-      }
+    size_t group = num_servers == 1 ? 0 : static_cast<size_t>(ring.ServerOf(req.keys[i]));
+    if (codecs > 1) group = group * codecs + CodecIndex(req.keys[i]);
+    group_of[i] = static_cast<uint32_t>(group);
+    ++group_size[group];
+  }
+  size_t servers_used = 0;
+  size_t whole_keys = 0;
+  for (size_t size : group_size) {
+    servers_used += size > 0;
+    whole_keys += size;
+  }
+  if (servers_used == 1 && whole_keys == n) {
+    // One server owns every key: send the caller's arrays as they are; empty
+    // positions mean the answer is already in the caller's order.
+    Part part;
+    part.server = static_cast<int>(
+        (std::find_if(group_size.begin(), group_size.end(), [](size_t s) { return s > 0; }) -
+         group_size.begin()) / codecs);
+    add_part(std::move(part), req.keys, req.vals, req.lens, 0);
+  } else {
+    std::vector<std::vector<uint32_t>> whole(groups);
+    for (size_t g = 0; g < groups; ++g) whole[g].reserve(group_size[g]);
+    for (size_t i = 0; i < n; ++i) {
+      if (group_of[i] != kChunkedKey) whole[group_of[i]].push_back(static_cast<uint32_t>(i));
     }
-    part.positions = pos;
-    add_part(std::move(part), keys, vals, lens, 0);
+    group_of.clear();  // free it before the copies below
+    for (size_t g = 0; g < groups; ++g) {
+      if (whole[g].empty()) continue;
+      Part part;
+      part.server = static_cast<int>(g / codecs);
+      part.positions = std::move(whole[g]);
+      SArray<Key> keys;
+      SArray<char> vals;
+      SArray<int> lens;
+      GatherPart(req, offsets, width, part.positions, &keys, &vals, &lens);
+      add_part(std::move(part), keys, vals, lens, 0);
+    }
   }
 
   // Chunked keys: one part per chunk, each a view of the caller's values.

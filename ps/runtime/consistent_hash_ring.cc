@@ -30,6 +30,26 @@ ConsistentHashRing::ConsistentHashRing(const std::vector<int>& server_ranks, int
     }
   }
   std::sort(points_.begin(), points_.end());
+  IndexPoints();
+}
+
+void ConsistentHashRing::IndexPoints() {
+  const size_t buckets = size_t{1} << kBucketBits;
+  bucket_start_.assign(buckets + 1, static_cast<uint32_t>(points_.size()));
+  size_t at = 0;
+  for (size_t b = 0; b < buckets; ++b) {
+    const uint64_t start = static_cast<uint64_t>(b) << (64 - kBucketBits);
+    while (at < points_.size() && points_[at].first < start) ++at;
+    bucket_start_[b] = static_cast<uint32_t>(at);
+  }
+}
+
+size_t ConsistentHashRing::PointAtOrAfter(uint64_t h) const {
+  const size_t b = static_cast<size_t>(h >> (64 - kBucketBits));
+  size_t at = bucket_start_[b];
+  const size_t end = bucket_start_[b + 1];
+  while (at < end && points_[at].first < h) ++at;
+  return at == points_.size() ? 0 : at;
 }
 
 ConsistentHashRing ConsistentHashRing::Ranges(int num_servers) {
@@ -96,9 +116,7 @@ void ConsistentHashRing::ReplicasOf(Key key, int count, std::vector<int>* out) c
     }
     return;
   }
-  uint64_t h = HashKey(key);
-  auto start = std::lower_bound(points_.begin(), points_.end(), std::make_pair(h, -1));
-  size_t at = static_cast<size_t>(start - points_.begin()) % points_.size();
+  size_t at = PointAtOrAfter(HashKey(key));
   for (size_t step = 0; step < points_.size() && out->size() < want; ++step) {
     int rank = points_[(at + step) % points_.size()].second;
     if (std::find(out->begin(), out->end(), rank) == out->end()) out->push_back(rank);
@@ -121,10 +139,7 @@ int ConsistentHashRing::OwnerOf(Key key) const {
     Key width = kMaxKey / static_cast<Key>(servers_.size());
     return static_cast<int>(std::min<Key>(key / width, servers_.size() - 1));
   }
-  uint64_t h = HashKey(key);
-  auto it = std::lower_bound(points_.begin(), points_.end(), std::make_pair(h, -1));
-  if (it == points_.end()) it = points_.begin();
-  return it->second;
+  return points_[PointAtOrAfter(HashKey(key))].second;
 }
 
 int ConsistentHashRing::OwnerOfChunk(Key key, uint32_t chunk) const {

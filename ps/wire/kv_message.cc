@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ps/internal/codec_frame.h"
+#include "ps/internal/key_order.h"
 
 namespace ps {
 
@@ -47,11 +48,10 @@ Status ParseKVFrames(const Message& msg, bool need_sorted, DataType type, size_t
   size_t n = kvs->keys.size();
   size_t num_vals = kvs->vals.size() / elem_size;
   if (need_sorted) {
-    for (size_t i = 1; i < n; ++i) {
-      if (kvs->keys[i] <= kvs->keys[i - 1]) {
-        return Status::InvalidArgument("keys are not sorted ascending and unique at position " +
-                                       std::to_string(i));
-      }
+    const size_t bad = FirstUnsortedKey(kvs->keys.data(), n);
+    if (bad < n) {
+      return Status::InvalidArgument("keys are not sorted ascending and unique at position " +
+                                     std::to_string(bad));
     }
   }
   if (!kvs->lens.empty()) {

@@ -1,5 +1,6 @@
 // ConsistentHashRing (ps/internal/consistent_hash_ring.h): which server owns a key.
 #include "ps/internal/consistent_hash_ring.h"
+#include "ps/internal/hash.h"
 
 #include <gtest/gtest.h>
 
@@ -146,6 +147,48 @@ TEST(ConsistentHashRing, HashKeyGivesConsecutiveKeysDistinctWellSpreadHashes) {
   EXPECT_GT(top_bit_set, kKeys * 45 / 100);
   EXPECT_LT(top_bit_set, kKeys * 55 / 100);
   EXPECT_EQ(ConsistentHashRing::HashKey(42), ConsistentHashRing::HashKey(42));
+}
+
+// The placement's contract, computed the plain way: server `rank`'s point v sits at
+// Mix64(Mix64((rank << 32) ^ v) ^ salt), and a key belongs to the first point at or
+// after HashKey(key), wrapping around. Nodes of a job compute it on their own, so it
+// must never change.
+class ReferenceRing {
+ public:
+  ReferenceRing(const std::vector<int>& ranks, int points) {
+    for (int rank : ranks) {
+      for (int v = 0; v < points; ++v) {
+        uint64_t seed = (static_cast<uint64_t>(rank) << 32) ^ static_cast<uint64_t>(v);
+        points_.emplace_back(Mix64(Mix64(seed) ^ 0x485244505352494eULL), rank);
+      }
+    }
+    std::sort(points_.begin(), points_.end());
+  }
+  int OwnerOf(Key key) const {
+    auto it = std::lower_bound(points_.begin(), points_.end(),
+                               std::make_pair(ConsistentHashRing::HashKey(key), -1));
+    return it == points_.end() ? points_.front().second : it->second;
+  }
+
+ private:
+  std::vector<std::pair<uint64_t, int>> points_;
+};
+
+TEST(ConsistentHashRing, OwnersAreThoseOfThePlainBinarySearchOverThePoints) {
+  std::mt19937_64 rng(11);
+  const std::vector<std::vector<int>> rank_sets = {{0}, {0, 1}, {2, 0, 5}, {0, 1, 2, 3, 4, 5, 6}};
+  for (const std::vector<int>& ranks : rank_sets) {
+    for (int points : {1, 3, 128, 2000}) {
+      ConsistentHashRing ring(ranks, points);
+      ReferenceRing reference(ranks, points);
+      std::vector<Key> keys = {0, 1, 2, kMaxKey, kMaxKey - 1};
+      for (int i = 0; i < 20000; ++i) keys.push_back(rng());
+      for (Key key : keys) {
+        ASSERT_EQ(ring.ServerOf(key), reference.OwnerOf(key))
+            << ranks.size() << " servers, " << points << " points, key " << key;
+      }
+    }
+  }
 }
 
 TEST(ConsistentHashRing, ReplicasAreTheOwnerThenTheNextDistinctServersOfTheRing) {

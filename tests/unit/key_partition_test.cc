@@ -1,6 +1,8 @@
 // Splitting a request over servers (ps/internal/key_partition.h): PartitionKeys,
-// SelectKVPairs, ValueOffsets and ValidateKVPairsShape.
+// SelectKVPairs, ValueOffsets and ValidateKVPairsShape; FirstUnsortedKey
+// (ps/internal/key_order.h).
 #include "ps/internal/key_partition.h"
+#include "ps/internal/key_order.h"
 
 #include <gtest/gtest.h>
 
@@ -224,6 +226,29 @@ TEST(ValidateKVPairsShape, RejectsValuesWithoutKeys) {
   Status s = Validate({}, 4, {});
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
   EXPECT_TRUE(Contains(s, "values without keys")) << s;
+}
+
+TEST(FirstUnsortedKey, FindsTheFirstFaultInEveryBlockPosition) {
+  const std::vector<Key> empty;
+  EXPECT_EQ(FirstUnsortedKey(empty.data(), 0), 0u);
+  const Key one = 5;
+  EXPECT_EQ(FirstUnsortedKey(&one, 1), 1u);
+  std::vector<Key> keys = SortedKeys(5000, 3);
+  EXPECT_EQ(FirstUnsortedKey(keys.data(), keys.size()), keys.size());
+  // A repeat or a step down at each place, across the 1024-key blocks' edges.
+  for (size_t at : {size_t{1}, size_t{2}, size_t{1023}, size_t{1024}, size_t{1025},
+                    size_t{2048}, size_t{4999}}) {
+    std::vector<Key> repeat = keys;
+    repeat[at] = repeat[at - 1];
+    EXPECT_EQ(FirstUnsortedKey(repeat.data(), repeat.size()), at) << "repeat at " << at;
+    std::vector<Key> down = keys;
+    down[at] = down[at - 1] - 1;
+    EXPECT_EQ(FirstUnsortedKey(down.data(), down.size()), at) << "step down at " << at;
+    if (at + 1 < keys.size()) {
+      down[at + 1] = 0;  // a second fault later: the first is reported
+      EXPECT_EQ(FirstUnsortedKey(down.data(), down.size()), at);
+    }
+  }
 }
 
 }  // namespace

@@ -54,6 +54,24 @@ TEST(SArray, CopyFromMakesAnIndependentDeepCopy) {
   EXPECT_EQ(ToVector(c), (std::vector<int>{4, 5}));
 }
 
+TEST(SArray, CopyFromGrowsShrinksAndReadsFromItsOwnBuffer) {
+  SArray<int> a{1, 2, 3, 4, 5};
+  SArray<int> small{9};
+  small.CopyFrom(a);  // beyond its capacity: a fresh buffer
+  EXPECT_EQ(std::vector<int>(small.begin(), small.end()), (std::vector<int>{1, 2, 3, 4, 5}));
+  small.CopyFrom(std::vector<int>{7, 8});  // within its capacity: in place
+  EXPECT_EQ(std::vector<int>(small.begin(), small.end()), (std::vector<int>{7, 8}));
+  // A source inside the array's own buffer, shorter and longer than what it holds.
+  SArray<int> self{1, 2, 3, 4};
+  self.CopyFrom(self.data() + 1, 3);
+  EXPECT_EQ(std::vector<int>(self.begin(), self.end()), (std::vector<int>{2, 3, 4}));
+  std::vector<int> longer(100);
+  for (int i = 0; i < 100; ++i) longer[i] = i;
+  SArray<int> grows{5};
+  grows.CopyFrom(longer.data(), longer.size());
+  EXPECT_EQ(std::vector<int>(grows.begin(), grows.end()), longer);
+}
+
 TEST(SArray, ConstructionFromAVectorCopiesIt) {
   std::vector<double> v{0.5, 1.5};
   SArray<double> a(v);

@@ -53,6 +53,7 @@
 #include "ps/internal/job_services.h"
 #include "ps/internal/customer.h"
 #include "ps/internal/key_partition.h"
+#include "ps/internal/large_buffer.h"
 #include "ps/internal/postoffice.h"
 #include "ps/internal/request_pipeline.h"
 #include "ps/internal/server_restarts.h"
@@ -109,7 +110,7 @@ class KVWorker : public SimpleApp {
   int Push(const std::vector<Key>& keys, const std::vector<Val>& vals,
            const std::vector<int>& lens = {}, int cmd = 0, const Callback& cb = nullptr,
            int priority = 0) {
-    return ZPush(SArray<Key>(keys), SArray<Val>(vals), SArray<int>(lens), cmd, cb, priority);
+    return ZPush(CopyOf(keys), CopyOf(vals), CopyOf(lens), cmd, cb, priority);
   }
 
   // Pulls the values of keys into *vals (resized), and their lengths into *lens if
@@ -119,7 +120,7 @@ class KVWorker : public SimpleApp {
     Sink sink;
     sink.vec_vals = vals;
     sink.vec_lens = lens;
-    return IssueRequest(false, true, SArray<Key>(keys), {}, {}, cmd, cb, priority, sink);
+    return IssueRequest(false, true, CopyOf(keys), {}, {}, cmd, cb, priority, sink);
   }
 
   // Push, then pull the values after the push was applied, in one round trip.
@@ -129,7 +130,7 @@ class KVWorker : public SimpleApp {
     Sink sink;
     sink.vec_vals = outs;
     sink.vec_lens = lens;
-    return IssueRequest(true, true, SArray<Key>(keys), SArray<Val>(vals), {}, cmd, cb, priority,
+    return IssueRequest(true, true, CopyOf(keys), CopyOf(vals), {}, cmd, cb, priority,
                         sink);
   }
 
@@ -253,6 +254,15 @@ class KVWorker : public SimpleApp {
 
 
  private:
+  // The request's own copy of an app's vector (the vector may change once the call
+  // returns); a large one on huge pages (ps/internal/large_buffer.h).
+  template <typename T>
+  static SArray<T> CopyOf(const std::vector<T>& v) {
+    SArray<T> copy = NewLargeArray<T>(v.size());
+    if (!v.empty()) std::memcpy(copy.data(), v.data(), v.size() * sizeof(T));
+    return copy;
+  }
+
   // Where pulled values go.
   struct Sink {
     SArray<Val>* sarray_vals = nullptr;
@@ -281,6 +291,7 @@ class KVWorker : public SimpleApp {
       if (sink.sarray_vals && !sink.sarray_vals->empty()) {
         req.sized_output = SArray<char>(*sink.sarray_vals);
       }
+      req.wants_lens = sink.sarray_lens || sink.vec_lens;
       req.deliver = [sink](const SArray<char>& got, const SArray<int>& got_lens) {
         return Deliver(SArray<Val>(got), got_lens, sink);
       };

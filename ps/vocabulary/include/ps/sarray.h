@@ -96,8 +96,16 @@ class SArray {
 
   // Deep copies.
   void CopyFrom(const V* data, size_t size) {
-    resize(size);
-    if (size) std::memcpy(this->data(), data, size * sizeof(V));
+    if (size > capacity_) {
+      // A fresh buffer, not zero-filled first: every element is copied over. `data`
+      // is read before the old buffer is let go, in case it points into it.
+      V* fresh = new V[size];
+      std::memcpy(fresh, data, size * sizeof(V));
+      reset(fresh, size, [](V* p) { delete[] p; });
+      return;
+    }
+    size_ = size;
+    if (size) std::memmove(this->data(), data, size * sizeof(V));
   }
   void CopyFrom(const SArray<V>& other) {
     if (this != &other) CopyFrom(other.data(), other.size());

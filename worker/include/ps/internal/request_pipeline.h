@@ -63,6 +63,9 @@ struct PipelineRequest {
   // into it; it must then hold exactly the values pulled), and where the result goes.
   SArray<char> sized_output;
   std::function<Status(const SArray<char>& vals, const SArray<int>& lens)> deliver;
+  // Pull: whether deliver uses the lens; without, a pull of keys that all have the same
+  // length makes none (10 million keys would cost a 40 MB array nobody reads).
+  bool wants_lens = true;
   // Parts made by the caller's slicer (ps-lite's KVWorker::set_slicer): when `sliced`
   // is true they replace placement and chunking.
   struct Slice {
@@ -157,6 +160,15 @@ class RequestPipeline {
   // chunks.
   void Plan(const PipelineRequest& req, const char* what, const std::vector<uint64_t>& chunked,
             Pending* p, std::vector<Message>* messages);
+  // The keys (and, for a push, the values and lens) of req at positions `pos`, into
+  // new arrays: `offsets` are the value offsets of a push with lens (else empty, and
+  // every key has `width` values).
+  void GatherPart(const PipelineRequest& req, const std::vector<size_t>& offsets, size_t width,
+                  const std::vector<uint32_t>& pos, SArray<Key>* keys, SArray<char>* vals,
+                  SArray<int>* lens) const;
+  // Assemble's common case: whole values, every key of the same length, every key
+  // answered once; false (nothing written) for any other.
+  bool AssembleSameWidth(Pending& p, SArray<char>* vals, SArray<int>* lens);
   // Counts p's messages and stamps them with the request's timestamp, id and clock.
   void Stamp(const PipelineRequest& req, const Pending& p, int timestamp, uint64_t id,
              int64_t clock, std::vector<Message>* messages);

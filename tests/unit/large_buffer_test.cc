@@ -1,0 +1,51 @@
+// NewLargeBuffer (ps/internal/large_buffer.h): the runtime's large buffers.
+#include "ps/internal/large_buffer.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace ps {
+namespace {
+
+TEST(LargeBuffer, SmallBuffersHoldTheirBytes) {
+  SArray<char> empty = NewLargeBuffer(0);
+  EXPECT_EQ(empty.size(), 0u);
+  SArray<char> small = NewLargeBuffer(1000);
+  ASSERT_EQ(small.size(), 1000u);
+  std::memset(small.data(), 7, small.size());
+  EXPECT_EQ(small[999], 7);
+}
+
+TEST(LargeBuffer, LargeBuffersStartOnA2MiBBoundaryAndAreWritableToTheEnd) {
+  for (size_t bytes : {size_t{8} << 20, (size_t{8} << 20) + 1, size_t{33} << 20}) {
+    SArray<char> big = NewLargeBuffer(bytes);
+    ASSERT_EQ(big.size(), bytes);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(big.data()) % (size_t{2} << 20), 0u) << bytes;
+    std::memset(big.data(), 1, bytes);
+    big[bytes - 1] = 42;
+    EXPECT_EQ(big[0], 1);
+    EXPECT_EQ(big[bytes - 1], 42);
+  }
+}
+
+TEST(LargeBuffer, ABufferLivesWhileAnySArrayHoldsIt) {
+  SArray<uint64_t> kept;
+  {
+    SArray<uint64_t> keys = NewLargeArray<uint64_t>(size_t{3} << 20);  // 24 MiB
+    for (size_t i = 0; i < keys.size(); ++i) keys[i] = i;
+    kept = keys;
+  }
+  EXPECT_EQ(kept.size(), size_t{3} << 20);
+  EXPECT_EQ(kept[kept.size() - 1], kept.size() - 1);
+  // Many buffers come and go without running out of mappings.
+  for (int i = 0; i < 200; ++i) {
+    SArray<char> b = NewLargeBuffer(size_t{9} << 20);
+    b[0] = static_cast<char>(i);
+  }
+}
+
+}  // namespace
+}  // namespace ps
