@@ -180,7 +180,8 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
   const size_t codecs = req.push && compress_pushes_ ? compressors_.size() : 1;
   const size_t groups = static_cast<size_t>(num_servers) * codecs;
   constexpr uint32_t kChunkedKey = UINT32_MAX;
-  SArray<uint32_t> group_of = NewLargeArray<uint32_t>(groups > 1 || !chunked.empty() ? n : 0);
+  SArray<uint32_t> group_of;  // none for one group of whole keys: nothing to sort out
+  if (groups > 1 || !chunked.empty()) group_of = NewLargeArray<uint32_t>(n);
   std::vector<size_t> group_size(groups, 0);
   for (size_t i = 0; i < n; ++i) {
     if (!chunked.empty() && chunked[i]) {
