@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -22,6 +23,40 @@ namespace ps {
 // gathered values): zero-filling them first would be one more pass over the data. Large
 // ones on huge pages (ps/internal/large_buffer.h).
 inline SArray<char> RawBuffer(size_t bytes) { return NewLargeBuffer(bytes); }
+
+// Copies values of `bytes` bytes each between a request's order and a part's: value j
+// of the part is value pos[j] of the request. Gather fills a part, Scatter puts a
+// part's answer back. One-float and one-double values (the common case) take
+// constant-size copies, which compile to plain loads and stores; a memcpy call per key
+// would cost more than the copy.
+template <bool kGather, size_t kBytes>
+void MoveValuesFixed(const std::vector<uint32_t>& pos, const char* from, char* to) {
+  for (size_t j = 0; j < pos.size(); ++j) {
+    const size_t at = static_cast<size_t>(pos[j]) * kBytes, here = j * kBytes;
+    std::memcpy(to + (kGather ? here : at), from + (kGather ? at : here), kBytes);
+  }
+}
+
+template <bool kGather>
+void MoveValues(const std::vector<uint32_t>& pos, size_t bytes, const char* from, char* to) {
+  if (bytes == 4) return MoveValuesFixed<kGather, 4>(pos, from, to);
+  if (bytes == 8) return MoveValuesFixed<kGather, 8>(pos, from, to);
+  if (bytes == 0) return;
+  for (size_t j = 0; j < pos.size(); ++j) {
+    const size_t at = static_cast<size_t>(pos[j]) * bytes, here = j * bytes;
+    std::memcpy(to + (kGather ? here : at), from + (kGather ? at : here), bytes);
+  }
+}
+
+// to[j] = from[pos[j]] / to[pos[j]] = from[j], in values of `bytes` bytes.
+inline void GatherValues(const std::vector<uint32_t>& pos, size_t bytes, const char* from,
+                         char* to) {
+  MoveValues<true>(pos, bytes, from, to);
+}
+inline void ScatterValues(const std::vector<uint32_t>& pos, size_t bytes, const char* from,
+                          char* to) {
+  MoveValues<false>(pos, bytes, from, to);
+}
 
 // One message of a request and, for a pull, its answer.
 struct RequestPipeline::Part {

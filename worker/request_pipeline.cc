@@ -321,18 +321,6 @@ Status RequestPipeline::RunCallback(const std::function<void()>& callback, int t
                           what);
 }
 
-namespace {
-
-// Value pos[j] of dst = value j of src, for values of kBytes bytes (see GatherFixed).
-template <size_t kBytes>
-void ScatterFixed(const char* src, const std::vector<uint32_t>& pos, char* dst) {
-  for (size_t j = 0; j < pos.size(); ++j) {
-    std::memcpy(dst + static_cast<size_t>(pos[j]) * kBytes, src + j * kBytes, kBytes);
-  }
-}
-
-}  // namespace
-
 bool RequestPipeline::AssembleSameWidth(Pending& p, SArray<char>* vals, SArray<int>* lens) {
   const size_t n = p.keys.size();
   if (!p.chunked_len.empty()) return false;
@@ -355,16 +343,7 @@ bool RequestPipeline::AssembleSameWidth(Pending& p, SArray<char>* vals, SArray<i
   *vals = p.sized_output.size() == total ? p.sized_output : RawBuffer(total);
   for (const Part& part : p.parts) {
     if (part.replaced) continue;
-    const char* from = part.answer.vals.data();
-    if (bytes == 4) {
-      ScatterFixed<4>(from, part.positions, vals->data());
-    } else if (bytes == 8) {
-      ScatterFixed<8>(from, part.positions, vals->data());
-    } else if (bytes) {
-      for (size_t j = 0; j < part.positions.size(); ++j) {
-        std::memcpy(vals->data() + part.positions[j] * bytes, from + j * bytes, bytes);
-      }
-    }
+    ScatterValues(part.positions, bytes, part.answer.vals.data(), vals->data());
   }
   if (p.wants_lens) lens->resize(n, static_cast<int>(width));
   return true;

@@ -64,20 +64,6 @@ void RequestPipeline::RememberChunkedLengths(const PipelineRequest& req,
   }
 }
 
-namespace {
-
-// Value j of dst = value pos[j] of src, for values of kBytes bytes: where a memcpy call
-// per key would cost more than the copy (one-float values are the common case).
-template <size_t kBytes>
-void GatherFixed(const char* src, const std::vector<uint32_t>& pos, char* dst) {
-  // Constant-size copies compile to plain loads and stores, whatever the alignment.
-  for (size_t j = 0; j < pos.size(); ++j) {
-    std::memcpy(dst + j * kBytes, src + static_cast<size_t>(pos[j]) * kBytes, kBytes);
-  }
-}
-
-}  // namespace
-
 void RequestPipeline::GatherPart(const PipelineRequest& req, const std::vector<size_t>& offsets,
                                  size_t width, const std::vector<uint32_t>& pos,
                                  SArray<Key>* keys, SArray<char>* vals, SArray<int>* lens) const {
@@ -89,15 +75,7 @@ void RequestPipeline::GatherPart(const PipelineRequest& req, const std::vector<s
     // Every key has `width` values.
     const size_t bytes = width * elem_size_;
     *vals = RawBuffer(pos.size() * bytes);
-    if (bytes == 4) {
-      GatherFixed<4>(req.vals.data(), pos, vals->data());
-    } else if (bytes == 8) {
-      GatherFixed<8>(req.vals.data(), pos, vals->data());
-    } else {
-      for (size_t j = 0; j < pos.size(); ++j) {
-        std::memcpy(vals->data() + j * bytes, req.vals.data() + pos[j] * bytes, bytes);
-      }
-    }
+    GatherValues(pos, bytes, req.vals.data(), vals->data());
     return;
   }
   size_t total = 0;
@@ -183,13 +161,14 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
   SArray<uint32_t> group_of;  // none for one group of whole keys: nothing to sort out
   if (groups > 1 || !chunked.empty()) group_of = NewLargeArray<uint32_t>(n);
   std::vector<size_t> group_size(groups, 0);
-  for (size_t i = 0; i < n; ++i) {
+  if (group_of.empty()) group_size[0] = n;  // one group, every key whole
+  for (size_t i = 0; i < n && !group_of.empty(); ++i) {
     if (!chunked.empty() && chunked[i]) {
       group_of[i] = kChunkedKey;
       continue;
     }
     if (groups == 1) {
-      if (!group_of.empty()) group_of[i] = 0;
+      group_of[i] = 0;
       ++group_size[0];
       continue;
     }
