@@ -123,7 +123,7 @@ void Customer::Open() {
   try {
     Postoffice::Get()->AddCustomer(this);
   } catch (...) {
-    Close();
+    StopExecutor();  // not Close(): it would take open_mu_ again
     throw;
   }
   open_ = true;
@@ -135,6 +135,10 @@ void Customer::Close() {
     Postoffice::Get()->RemoveCustomer(this);
     open_ = false;
   }
+  StopExecutor();
+}
+
+void Customer::StopExecutor() {
   std::shared_ptr<CustomerExecutor> executor;
   {
     std::lock_guard<std::mutex> lock(executor_mu_);

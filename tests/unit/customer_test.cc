@@ -112,6 +112,26 @@ TEST(Customer, ExistsWithoutAJobWhenNotOpened) {
   EXPECT_EQ(Postoffice::Get()->config().request_timeout_s, 300);
 }
 
+TEST(Customer, ASecondOfTheSameAppAndIdThrowsInsteadOfHanging) {
+  // Open used to run Close while holding the lock Close takes: the process hung.
+  Customer::Options own_thread;
+  own_thread.delivery = Customer::Delivery::kOwnThread;
+  Customer first(55, 0, [](Message&) {}, /*open_now=*/true, own_thread);
+  auto second = std::async(std::launch::async, [&] {
+    try {
+      Customer again(55, 0, [](Message&) {}, /*open_now=*/true, own_thread);
+      return std::string("opened");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  });
+  ASSERT_EQ(second.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "opening a second customer of app 55, customer 0 hangs";
+  EXPECT_NE(second.get().find("app 55 customer 0"), std::string::npos);
+  first.Close();
+  Customer third(55, 0, [](Message&) {}, /*open_now=*/true, own_thread);  // free again
+}
+
 TEST(Customer, TimestampsStartAtZeroAndCountUp) {
   auto c = Unopened();
   for (int i = 0; i < 100; ++i) EXPECT_EQ(c->NewRequest(), i);

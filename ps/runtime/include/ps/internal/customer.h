@@ -76,7 +76,8 @@ class Customer {
   Customer(int app_id, int customer_id, RecvHandle handle, bool open_now = true);
   Customer(int app_id, int customer_id, RecvHandle handle, bool open_now, Options options);
   // Registers with the Postoffice: from now on messages reach the handle, starting
-  // with those that arrived before. Idempotent.
+  // with those that arrived before. Idempotent. Throws ps::Error, leaving the customer
+  // closed, when the process already has a customer of this app and customer id.
   void Open();
   // Unregisters, then runs what is queued for the own thread and stops it; once it
   // returns, the handle is never called again. Idempotent; the owner calls it before
@@ -140,6 +141,9 @@ class Customer {
   void ExpireRequests(Clock::time_point now);
 
  private:
+  // Runs what is queued for the own thread and stops it (Close's second half; Open's
+  // cleanup when registering fails, with open_mu_ already held).
+  void StopExecutor();
   struct InFlight {
     int timestamp;
     std::vector<int> peers;
