@@ -84,7 +84,16 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
                 " (a pull's answer gives each key's length as an int32); it is " +
                 std::to_string(options_.default_length));
   }
-  optimizer_ = Optimizer::Create(options_.optimizer);
+  if (options_.rule) {
+    if (options_.rule_name.empty() ||
+        options_.rule_name.find_first_of(" \t\n") != std::string::npos) {
+      throw Error("OptimizerServer: an update rule needs a rule_name without spaces (it is "
+                  "recorded in checkpoints); it is '" + options_.rule_name + "'");
+    }
+    optimizer_ = options_.rule;
+  } else {
+    optimizer_ = Optimizer::Create(options_.optimizer);
+  }
   worker_ranks_ = static_cast<size_t>(std::max(Postoffice::Get()->num_workers(), 0));
   pushes_by_worker_.reset(new std::atomic<uint64_t>[worker_ranks_]);
   for (size_t r = 0; r < worker_ranks_; ++r) pushes_by_worker_[r].store(0);

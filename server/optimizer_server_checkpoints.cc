@@ -132,7 +132,7 @@ void OptimizerServer::MaybeCheckpoint() {
 
 void OptimizerServer::Snapshot(CheckpointData* data) {
   data->state_width = static_cast<uint32_t>(optimizer_->StateWidth());
-  data->optimizer = options_.optimizer.ToString();
+  data->optimizer = RuleText();
   // Each shard copies its keys after the work queued before this call, so the file is
   // a consistent cut of every request taken so far.
   data->pushes_taken = pushes_taken_.load();
@@ -141,6 +141,10 @@ void OptimizerServer::Snapshot(CheckpointData* data) {
   for (auto& shard : shards_) {
     shard->RunAndWait([&](ShardStore& store) { store.Snapshot(&data->records); });
   }
+}
+
+std::string OptimizerServer::RuleText() const {
+  return options_.rule ? kRulePrefix + options_.rule_name : options_.optimizer.ToString();
 }
 
 std::string OptimizerServer::CheckpointPath() const {
@@ -167,14 +171,23 @@ Status OptimizerServer::LoadCheckpoint(const std::string& path) {
   CheckpointData data;
   Status s = ReadCheckpoint(path, &data);
   if (!s.ok()) return s;
-  OptimizerOptions written;
-  s = OptimizerOptions::Parse(data.optimizer, &written);
-  if (!s.ok()) return Status::DataLoss("checkpoint " + path + ": " + s.message());
-  if (written.kind != options_.optimizer.kind ||
-      data.state_width != optimizer_->StateWidth()) {
-    return Status::InvalidArgument(
-        "checkpoint " + path + " was written by " + OptimizerName(written.kind) +
-        " and this server runs " + OptimizerName(options_.optimizer.kind));
+  // An app's rule is recorded as "rule NAME"; a built-in optimizer as its options.
+  const bool written_by_rule = data.optimizer.rfind(kRulePrefix, 0) == 0;
+  std::string written_by;
+  if (written_by_rule) {
+    written_by = data.optimizer;
+  } else {
+    OptimizerOptions written;
+    s = OptimizerOptions::Parse(data.optimizer, &written);
+    if (!s.ok()) return Status::DataLoss("checkpoint " + path + ": " + s.message());
+    written_by = OptimizerName(written.kind);
+  }
+  const std::string running = options_.rule ? RuleText() : OptimizerName(options_.optimizer.kind);
+  if (written_by != running || data.state_width != optimizer_->StateWidth()) {
+    return Status::InvalidArgument("checkpoint " + path + " was written by " + written_by +
+                                   " (state width " + std::to_string(data.state_width) +
+                                   ") and this server runs " + running + " (state width " +
+                                   std::to_string(optimizer_->StateWidth()) + ")");
   }
   int threads = static_cast<int>(shards_.size());
   std::vector<std::vector<const CheckpointRecord*>> by_shard(threads);

@@ -164,6 +164,35 @@ Status OrderClient::Report(int position, const float* grad, size_t len) {
   return s;
 }
 
+Status OrderClient::ReportSparse(int position, const uint64_t* indices, const float* values,
+                                 size_t count) {
+  const size_t dim = static_cast<size_t>(options_.dim);
+  if (count > 0 && (indices == nullptr || values == nullptr)) {
+    return Status::InvalidArgument("OrderClient::ReportSparse: null indices or values");
+  }
+  sparse_.resize(dim);  // zeros, kept zero between calls
+  touched_.resize(dim);
+  Status s;
+  size_t set = 0;
+  for (; set < count; ++set) {
+    const uint64_t j = indices[set];
+    if (j >= dim || touched_[j]) {
+      s = Status::InvalidArgument(
+          "OrderClient::ReportSparse: index " + std::to_string(j) +
+          (j >= dim ? " is not below dim " + std::to_string(dim) : " comes twice"));
+      break;
+    }
+    touched_[j] = true;
+    sparse_[j] = values[set];
+  }
+  if (s.ok()) s = Report(position, sparse_.data(), dim);
+  for (size_t i = 0; i < set; ++i) {
+    sparse_[indices[i]] = 0;
+    touched_[indices[i]] = false;
+  }
+  return s;
+}
+
 Status OrderClient::ReportPair(int pair, const float* odd) {
   // In float, as every worker computes it: the plugin's input is exactly this.
   for (int j = 0; j < dim_; ++j) even_[j] -= odd[j];

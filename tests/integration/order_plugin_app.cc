@@ -10,6 +10,8 @@
 //    orders are known to all, so for cdgrab it runs a PairBalancer over all workers'
 //    pairs (the plugin's own rule, fed in processing order), for idgrab one over its own,
 //    for rr it takes DrrOrder.
+// With --sparse the gradients have zeros and go through ReportSparse; the reference
+// balances the same gradients dense, so the orders match only if both report alike.
 // First it checks that misuse (a position out of turn, a wrong length, a non-finite
 // gradient, NextEpoch too early) is refused and changes nothing.
 //
@@ -48,6 +50,9 @@ DEFINE_int32(leave_rank, -1, "this worker stops early (see --leave_how)");
 DEFINE_int32(leave_after, 1, "the number of epochs the leaving worker completes");
 DEFINE_string(leave_how, "finalize", "finish | finalize | kill");
 DEFINE_string(marker, "", "ignored: lets a test runner find its processes");
+DEFINE_bool(sparse, false,
+            "gradients with about half their entries 0, reported with ReportSparse (the "
+            "nonzero entries only, last index first); the reference balances them dense");
 
 namespace {
 
@@ -59,7 +64,24 @@ std::vector<float> Gradient(int rank, int example) {
   std::mt19937_64 gen(1000003ULL * rank + example + 17);
   std::vector<float> g(FLAGS_dim);
   for (float& x : g) x = static_cast<float>(static_cast<double>(gen() >> 11) * 0x1.0p-52 - 1);
+  if (FLAGS_sparse) {
+    for (float& x : g) x = gen() % 2 ? x : 0.0f;
+  }
   return g;
+}
+
+// Report of `grad`, dense or (--sparse) through ReportSparse with its nonzero entries.
+ps::Status ReportGradient(ps::OrderClient* client, int pos, const std::vector<float>& grad) {
+  if (!FLAGS_sparse) return client->Report(pos, grad.data(), grad.size());
+  std::vector<uint64_t> indices;
+  std::vector<float> values;
+  for (size_t j = grad.size(); j-- > 0;) {
+    if (grad[j] != 0) {
+      indices.push_back(j);
+      values.push_back(grad[j]);
+    }
+  }
+  return client->ReportSparse(pos, indices.data(), values.data(), indices.size());
 }
 
 // What the balancer sees of every example: the gradient, or its projection.
@@ -156,6 +178,17 @@ int RunWorker() {
          "a position out of turn was accepted");
   expect(client->Report(0, first.data(), first.size() - 1).code() == kInvalid,
          "a gradient of the wrong length was accepted");
+  if (FLAGS_sparse) {
+    // Refused after setting some entries: they must not leak into later reports (the
+    // orders checked below would differ).
+    const uint64_t out_of_range[] = {0, static_cast<uint64_t>(FLAGS_dim)};
+    const uint64_t twice[] = {1, 2, 1};
+    const float values[] = {5, 6, 7};
+    expect(client->ReportSparse(0, out_of_range, values, 2).code() == kInvalid,
+           "a sparse index out of range was accepted");
+    expect(client->ReportSparse(0, twice, values, 3).code() == kInvalid,
+           "a repeated sparse index was accepted");
+  }
   if (balances) {
     std::vector<float> nan = first;
     nan[0] = std::nanf("");
@@ -191,7 +224,7 @@ int RunWorker() {
         raise(SIGKILL);
       }
       std::vector<float> grad = Gradient(rank, order[pos]);
-      s = client->Report(pos, grad.data(), grad.size());
+      s = ReportGradient(client.get(), pos, grad);
       if (!s.ok()) {
         std::fprintf(stderr, "Report(%d) in epoch %d failed: %s\n", pos, epoch,
                      s.ToString().c_str());

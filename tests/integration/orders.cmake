@@ -9,6 +9,11 @@ herdps_launch_test(integration.orders_cdgrab_4_workers_match_the_balancer_over_3
 herdps_launch_test(integration.orders_cdgrab_odd_n_projected_small_batches_match_the_balancer
   4 1 order_plugin_app --algorithm cdgrab --epochs 3 --examples 63 --dim 40 --projection 8
   --batch_pairs 5)
+# The same orders from sparse reports (OrderClient::ReportSparse) as from dense ones.
+herdps_launch_test(integration.orders_cdgrab_sparse_reports_match_the_balancer
+  3 1 order_plugin_app --algorithm cdgrab --epochs 3 --sparse --dim 24 --batch_pairs 5)
+herdps_launch_test(integration.orders_idgrab_projected_sparse_reports_match_the_local_reference
+  2 1 order_plugin_app --algorithm idgrab --epochs 3 --sparse --dim 40 --projection 8)
 foreach(algorithm rr idgrab fixed)
   herdps_launch_test(integration.orders_${algorithm}_match_the_local_reference
     2 1 order_plugin_app --algorithm ${algorithm} --epochs 3)

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <memory>
 #include <limits>
 #include <string>
 
@@ -152,6 +154,80 @@ TEST(OptimizerServer, RefusesADefaultLengthNoAnswerCanDescribe) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(kLimit), std::string::npos) << e.what();
   }
+}
+
+// An app's update rule: w -= g, with one float of state per value (the step count).
+class CountingStep : public Optimizer {
+ public:
+  CountingStep() : Optimizer(OptimizerOptions()) {}
+  size_t StateWidth() const override { return 1; }
+  void Update(float* w, float* state, const float* g, size_t n, int64_t step) const override {
+    for (size_t i = 0; i < n; ++i) {
+      w[i] -= g[i];
+      state[i] = static_cast<float>(step);
+    }
+  }
+};
+
+OptimizerServerOptions RuleOptions(const std::string& name) {
+  OptimizerServerOptions options;
+  options.threads = 1;
+  options.rule = std::make_shared<CountingStep>();
+  options.rule_name = name;
+  return options;
+}
+
+TEST(UpdateRule, ARuleNeedsANameWithoutSpaces) {
+  for (const std::string name : {"", "two words"}) {
+    try {
+      OptimizerServer server(0, RuleOptions(name));
+      ADD_FAILURE() << "a rule named '" << name << "' was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("rule_name"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(UpdateRule, ACheckpointLoadsOnlyIntoAServerRunningTheSameRule) {
+  const std::string path = ::testing::TempDir() + "update_rule_test.ckpt";
+  {
+    OptimizerServer server(0, RuleOptions("counting_step"));
+    ASSERT_TRUE(server.SaveCheckpoint(path).ok());
+  }
+  {
+    OptimizerServer same(0, RuleOptions("counting_step"));
+    Status s = same.LoadCheckpoint(path);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+  {
+    OptimizerServer other(0, RuleOptions("another_step"));
+    Status s = other.LoadCheckpoint(path);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find("rule counting_step"), std::string::npos) << s.ToString();
+  }
+  {
+    OptimizerServerOptions momentum;
+    momentum.threads = 1;
+    momentum.optimizer.kind = OptimizerKind::kMomentum;  // also one float of state
+    OptimizerServer builtin(0, momentum);
+    Status s = builtin.LoadCheckpoint(path);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find("this server runs momentum"), std::string::npos) << s.ToString();
+  }
+  {
+    // And the other way: a built-in optimizer's file is not taken by a rule.
+    OptimizerServerOptions momentum;
+    momentum.threads = 1;
+    momentum.optimizer.kind = OptimizerKind::kMomentum;
+    {
+      OptimizerServer builtin(0, momentum);  // one server of app 0 at a time
+      ASSERT_TRUE(builtin.SaveCheckpoint(path).ok());
+    }
+    OptimizerServer rule(0, RuleOptions("counting_step"));
+    Status s = rule.LoadCheckpoint(path);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
+  }
+  std::remove(path.c_str());
 }
 
 KVMeta ClockMeta(bool push, int64_t clock) {

@@ -59,6 +59,15 @@ constexpr int kEraseKeysCmd = 0x45524153;
 
 struct OptimizerServerOptions {
   OptimizerOptions optimizer;
+  // An app's own update rule, run instead of `optimizer` (whose options are then only
+  // validated): a subclass of ps::Optimizer (ps/optimizer.h) with its StateWidth and
+  // Update, which the server calls exactly as for a built-in optimizer, on its shard
+  // threads (several at once, never two on the same key), for pushes and for
+  // synchronous aggregation's rounds alike. Checkpoints record `rule_name` (required,
+  // non-empty, no spaces) and the state width, and a server loads only a file written by
+  // the same rule (InvalidArgument otherwise). Shared: the server keeps a reference.
+  std::shared_ptr<const Optimizer> rule;
+  std::string rule_name;
   ValueInit init;
   // Shard threads; 0 means PS_SERVER_THREADS, else the cores this process may use.
   int threads = 0;
@@ -178,9 +187,13 @@ class OptimizerServer {
   Request* NewRequest(const KVMeta& meta, const KVPairs<float>& data, int remaining);
   // Copies every shard's state, after the work queued before the call.
   void Snapshot(CheckpointData* data);
+  // What checkpoints record of the update rule: "rule NAME" for an app's rule
+  // (kRulePrefix), else the optimizer's options as text.
+  static constexpr const char* kRulePrefix = "rule ";
+  std::string RuleText() const;
 
   OptimizerServerOptions options_;
-  std::unique_ptr<Optimizer> optimizer_;
+  std::shared_ptr<const Optimizer> optimizer_;  // the built-in optimizer, or options_.rule
   std::vector<std::unique_ptr<ShardThread>> shards_;
   int queue_depths_id_ = -1;  // NodeActivity::AddQueueDepths
   std::atomic<uint64_t> answered_{0};

@@ -168,6 +168,9 @@ class KVWorker : public SimpleApp {
   Status Wait(int timestamp, std::chrono::milliseconds timeout) {
     return customer_->WaitRequest(timestamp, timeout);
   }
+  // Whether the request has finished: its Wait returns at once. A timestamp never
+  // issued counts as finished (its Wait returns InvalidArgument at once).
+  bool Finished(int timestamp) { return customer_->RequestIdOf(timestamp) == 0; }
 
   // Ends this worker node's current clock (see ps/consistency.h and
   // docs/consistency.md): first waits until this KVWorker's pushes issued so far are

@@ -97,6 +97,13 @@ class OrderClient {
   // report is then ignored); with cdgrab, the first failure of a message to the plugin
   // (Unavailable when the scheduler is lost), after which the client only fails.
   Status Report(int position, const float* grad, size_t len);
+  // Report for a sparse gradient: values[i] at index indices[i] (i < count, any order,
+  // each index below options().dim and at most once), 0 everywhere else; the orders are
+  // those of Report with that dense gradient. Costs O(count) besides what the algorithm
+  // does with the gradient (rr and fixed: nothing). InvalidArgument, ignoring the report,
+  // for an index out of range or repeated, and as Report.
+  Status ReportSparse(int position, const uint64_t* indices, const float* values,
+                      size_t count);
 
   // Ends the epoch and makes the next order current. idgrab and cdgrab need every
   // position of the epoch reported first (else InvalidArgument, nothing changes). cdgrab
@@ -134,6 +141,8 @@ class OrderClient {
   int reported_ = 0;            // positions of this epoch reported
   std::vector<float> even_;     // the gradient kept from the last even position (dim_)
   std::vector<float> scratch_;  // the projection of the current gradient (dim_)
+  std::vector<float> sparse_;   // ReportSparse's dense gradient (dim), zero between calls
+  std::vector<bool> touched_;   // ReportSparse: indices set in sparse_, false between calls
   std::unique_ptr<RandomProjection> projection_;  // null unless projection_dim > 0
   std::unique_ptr<PairBalancer> local_;           // idgrab: this worker's own balancer
 
