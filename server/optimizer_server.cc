@@ -3,6 +3,8 @@
 #include <glog/logging.h>
 #include <sched.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -85,12 +87,16 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
                 std::to_string(options_.default_length));
   }
   if (options_.rule) {
-    if (options_.rule_name.empty() ||
-        options_.rule_name.find_first_of(" \t\n") != std::string::npos) {
-      throw Error("OptimizerServer: an update rule needs a rule_name without spaces (it is "
-                  "recorded in checkpoints); it is '" + options_.rule_name + "'");
+    const std::string& name = options_.rule_name;
+    if (name.empty() || std::any_of(name.begin(), name.end(), [](unsigned char c) {
+          return std::isspace(c) != 0;
+        })) {
+      throw Error("OptimizerServer: an update rule needs a rule_name without whitespace (it "
+                  "is recorded in checkpoints); it is '" + name + "'");
     }
     optimizer_ = options_.rule;
+  } else if (!options_.rule_name.empty()) {
+    throw Error("OptimizerServer: rule_name '" + options_.rule_name + "' without a rule");
   } else {
     optimizer_ = Optimizer::Create(options_.optimizer);
   }

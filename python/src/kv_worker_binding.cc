@@ -32,29 +32,43 @@ struct PendingPull {
   py::object out;  // the caller's array, or None (then `vals` receives a buffer)
 };
 
+// The worker and the pulls it fills, owned together: a call in progress on another
+// thread (waiting without the GIL) keeps both alive past a close(), and the last owner
+// destroys the worker before the pulls' arrays, so the runtime never writes into a
+// released array. Destroyed with the GIL held (the pulls hold Python objects); the
+// worker's teardown never waits for the GIL.
+template <typename Val>
+struct WorkerState {
+  std::unique_ptr<ps::KVWorker<Val>> worker;
+  // Pulls issued and not waited for, by timestamp; only touched with the GIL held.
+  std::map<int, std::unique_ptr<PendingPull<Val>>> pulls;
+  ~WorkerState() {
+    worker.reset();
+    pulls.clear();
+  }
+};
+
 template <typename Val>
 class PyKVWorker {
  public:
-  PyKVWorker(int app_id, int customer_id) {
+  PyKVWorker(int app_id, int customer_id) : state_(std::make_shared<WorkerState<Val>>()) {
     py::gil_scoped_release release;
-    worker_ = std::make_unique<ps::KVWorker<Val>>(app_id, customer_id);
+    state_->worker = std::make_unique<ps::KVWorker<Val>>(app_id, customer_id);
   }
-  // Abandons requests still in flight: the runtime stops touching their arrays before
-  // the arrays are released.
   ~PyKVWorker() { Close(); }
 
+  // Abandons requests still in flight: the runtime stops touching their arrays before
+  // the arrays are released (at once, or when a call still running on another thread
+  // returns).
   void Close() {
-    {
-      py::gil_scoped_release release;
-      worker_.reset();
-    }
-    pulls_.clear();
+    state_.reset();
     DropReleasedArrays();
   }
 
   int Push(const py::array& keys, const py::array& vals, const py::object& lens, int cmd,
            int priority) {
-    ps::KVWorker<Val>& worker = Get();
+    std::shared_ptr<WorkerState<Val>> state = Get();
+    ps::KVWorker<Val>& worker = *state->worker;
     DropReleasedArrays();
     CheckArray<ps::Key>(keys, "keys", false);
     CheckArray<Val>(vals, "vals", false);
@@ -78,7 +92,8 @@ class PyKVWorker {
   // None for a push; for a pull its values (`out` or a new array), with their lengths
   // as a second item when asked for.
   py::object Wait(int timestamp, double timeout_seconds) {
-    ps::KVWorker<Val>& worker = Get();
+    std::shared_ptr<WorkerState<Val>> state = Get();
+    ps::KVWorker<Val>& worker = *state->worker;
     ps::Status status;
     bool done = WaitInterruptibly(
         [&](std::chrono::milliseconds slice) {
@@ -99,13 +114,13 @@ class PyKVWorker {
       py::gil_scoped_release release;
       status = worker.Wait(timestamp);
     }
-    auto it = pulls_.find(timestamp);
-    if (it == pulls_.end()) {
+    auto it = state->pulls.find(timestamp);
+    if (it == state->pulls.end()) {
       ThrowIfFailed(status);
-      return py::none();
+      return py::none();  // a push, or a pull whose values an earlier wait returned
     }
     std::unique_ptr<PendingPull<Val>> pull = std::move(it->second);
-    pulls_.erase(it);
+    state->pulls.erase(it);
     ThrowIfFailed(status);
     py::object vals = pull->out.is_none() ? py::object(ToNumpy(std::move(pull->vals)))
                                           : pull->out;
@@ -113,27 +128,28 @@ class PyKVWorker {
     return py::make_tuple(vals, ToNumpy(std::move(pull->lens)));
   }
 
-  bool Finished(int timestamp) { return Get().Finished(timestamp); }
+  bool Finished(int timestamp) { return Get()->worker->Finished(timestamp); }
 
   void Clock() { CallWithoutGil(&ps::KVWorker<Val>::Clock); }
-  int64_t CurrentClock() { return Get().CurrentClock(); }
+  int64_t CurrentClock() { return Get()->worker->CurrentClock(); }
   void FinishClocks() { CallWithoutGil(&ps::KVWorker<Val>::FinishClocks); }
 
-  size_t NumInFlight() { return Get().NumInFlight(); }
+  size_t NumInFlight() { return Get()->worker->NumInFlight(); }
 
  private:
-  ps::KVWorker<Val>& Get() {
-    if (!worker_) throw ps::Error("this KVWorker is closed");
-    return *worker_;
+  // An owner's share of the state for one call; herdps.Error once closed.
+  std::shared_ptr<WorkerState<Val>> Get() {
+    if (!state_) throw ps::Error("this KVWorker is closed");
+    return state_;
   }
 
   // A blocking call of the worker, run without the GIL; herdps.Error if it fails.
   void CallWithoutGil(ps::Status (ps::KVWorker<Val>::*method)()) {
-    ps::KVWorker<Val>& worker = Get();
+    std::shared_ptr<WorkerState<Val>> state = Get();
     ps::Status status;
     {
       py::gil_scoped_release release;
-      status = (worker.*method)();
+      status = (state->worker.get()->*method)();
     }
     ThrowIfFailed(status);
   }
@@ -147,7 +163,8 @@ class PyKVWorker {
 
   int Request(bool push, const py::array& keys, const py::object& vals, const py::object& out,
               bool want_lens, int cmd, int priority) {
-    ps::KVWorker<Val>& worker = Get();
+    std::shared_ptr<WorkerState<Val>> state = Get();
+    ps::KVWorker<Val>& worker = *state->worker;
     DropReleasedArrays();
     CheckArray<ps::Key>(keys, "keys", false);
     auto pull = std::make_unique<PendingPull<Val>>();
@@ -156,6 +173,12 @@ class PyKVWorker {
     if (!out.is_none()) {
       py::array a = AsArray(out, "out");
       CheckArray<Val>(a, "out", true);
+      // An empty SArray asks the runtime for a buffer of its own: the values would not
+      // reach `out`.
+      if (a.size() == 0 && keys.size() > 0) {
+        throw ps::Error("out: an empty array for " + std::to_string(keys.size()) +
+                        " keys; pass out=None to receive a new array");
+      }
       pull->vals = ShareArray<Val>(a);
     }
     ps::SArray<ps::Key> k = ShareArray<ps::Key>(keys);
@@ -172,13 +195,11 @@ class PyKVWorker {
       timestamp = push ? worker.ZPushPull(k, v, &pull->vals, lens, cmd, nullptr, priority)
                        : worker.ZPull(k, &pull->vals, lens, cmd, nullptr, priority);
     }
-    pulls_[timestamp] = std::move(pull);
+    state->pulls[timestamp] = std::move(pull);
     return timestamp;
   }
 
-  std::unique_ptr<ps::KVWorker<Val>> worker_;
-  // Pulls issued and not waited for, by timestamp; only touched with the GIL held.
-  std::map<int, std::unique_ptr<PendingPull<Val>>> pulls_;
+  std::shared_ptr<WorkerState<Val>> state_;  // null once closed
 };
 
 template <typename Val>

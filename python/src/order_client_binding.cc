@@ -26,26 +26,29 @@ class PyOrderClient {
     options.batch_pairs = batch_pairs;
     options.projection_dim = projection_dim;
     py::gil_scoped_release release;
-    client_ = std::make_unique<ps::OrderClient>(options);
+    client_ = std::make_shared<ps::OrderClient>(options);
   }
   ~PyOrderClient() { Close(); }
 
+  // Stops the client (at once, or when a call still running on another thread returns).
   void Close() {
+    std::shared_ptr<ps::OrderClient> gone;
+    gone.swap(client_);
     py::gil_scoped_release release;
-    client_.reset();
+    gone.reset();
   }
 
   // A copy: the order changes at NextEpoch.
   py::array_t<int> Order() {
-    const std::vector<int>& order = Get().order();
+    const std::vector<int>& order = Get()->order();
     py::array_t<int> out(static_cast<py::ssize_t>(order.size()));
     std::copy(order.begin(), order.end(), out.mutable_data());
     return out;
   }
-  int64_t Epoch() { return Get().epoch(); }
+  int64_t Epoch() { return Get()->epoch(); }
 
   void Report(int position, const py::object& grad) {
-    ps::OrderClient& client = Get();
+    std::shared_ptr<ps::OrderClient> client = Get();
     py::array a = AsArray(grad, "grad");
     CheckArray<float>(a, "grad", false);
     const float* data = static_cast<const float*>(a.data());
@@ -53,13 +56,13 @@ class PyOrderClient {
     ps::Status status;
     {
       py::gil_scoped_release release;  // `grad` stays referenced by the caller's frame
-      status = client.Report(position, data, len);
+      status = client->Report(position, data, len);
     }
     ThrowIfFailed(status);
   }
   // A sparse gradient: values[i] at index indices[i] (uint64), 0 elsewhere.
   void ReportSparse(int position, const py::object& indices, const py::object& values) {
-    ps::OrderClient& client = Get();
+    std::shared_ptr<ps::OrderClient> client = Get();
     py::array i = AsArray(indices, "indices");
     py::array v = AsArray(values, "values");
     CheckArray<uint64_t>(i, "indices", false);
@@ -71,7 +74,7 @@ class PyOrderClient {
     ps::Status status;
     {
       py::gil_scoped_release release;  // both stay referenced by the caller's frame
-      status = client.ReportSparse(position, static_cast<const uint64_t*>(i.data()),
+      status = client->ReportSparse(position, static_cast<const uint64_t*>(i.data()),
                                    static_cast<const float*>(v.data()),
                                    static_cast<size_t>(i.size()));
     }
@@ -81,20 +84,22 @@ class PyOrderClient {
   void Finish() { Call(&ps::OrderClient::Finish); }
 
  private:
-  ps::OrderClient& Get() {
+  // A share of the client for one call: a close() meanwhile does not destroy it under
+  // the call.
+  std::shared_ptr<ps::OrderClient> Get() {
     if (!client_) throw ps::Error("this OrderClient is closed");
-    return *client_;
+    return client_;
   }
   void Call(ps::Status (ps::OrderClient::*method)()) {
-    ps::OrderClient& client = Get();
+    std::shared_ptr<ps::OrderClient> client = Get();
     ps::Status status;
     {
       py::gil_scoped_release release;
-      status = (client.*method)();
+      status = (client.get()->*method)();
     }
     ThrowIfFailed(status);
   }
-  std::unique_ptr<ps::OrderClient> client_;
+  std::shared_ptr<ps::OrderClient> client_;
 };
 
 }  // namespace

@@ -98,37 +98,42 @@ class PyOptimizerServer {
   PyOptimizerServer(int app_id, const py::kwargs& kwargs) {
     ps::OptimizerServerOptions options = OptionsFrom(kwargs);
     py::gil_scoped_release release;
-    server_ = std::make_unique<ps::OptimizerServer>(app_id, options);
+    server_ = std::make_shared<ps::OptimizerServer>(app_id, options);
   }
   ~PyOptimizerServer() { Close(); }
 
-  // Finishes queued work and stops serving.
+  // Finishes queued work and stops serving (at once, or when a call still running on
+  // another thread returns).
   void Close() {
+    std::shared_ptr<ps::OptimizerServer> gone;
+    gone.swap(server_);
     py::gil_scoped_release release;
-    server_.reset();
+    gone.reset();
   }
   size_t NumKeys() {
-    ps::OptimizerServer& s = Get();
+    std::shared_ptr<ps::OptimizerServer> s = Get();
     py::gil_scoped_release release;
-    return s.NumKeys();
+    return s->NumKeys();
   }
-  uint64_t PushesTaken() { return Get().pushes_taken(); }
+  uint64_t PushesTaken() { return Get()->pushes_taken(); }
   void SaveCheckpoint(const std::string& path) {
-    ps::OptimizerServer& s = Get();
+    std::shared_ptr<ps::OptimizerServer> s = Get();
     ps::Status status;
     {
       py::gil_scoped_release release;
-      status = path.empty() ? s.SaveCheckpoint() : s.SaveCheckpoint(path);
+      status = path.empty() ? s->SaveCheckpoint() : s->SaveCheckpoint(path);
     }
     ThrowIfFailed(status);
   }
 
  private:
-  ps::OptimizerServer& Get() {
+  // A share of the server for one call: a close() meanwhile does not destroy it under
+  // the call.
+  std::shared_ptr<ps::OptimizerServer> Get() {
     if (!server_) throw ps::Error("this OptimizerServer is closed");
-    return *server_;
+    return server_;
   }
-  std::unique_ptr<ps::OptimizerServer> server_;
+  std::shared_ptr<ps::OptimizerServer> server_;
 };
 
 }  // namespace

@@ -9,7 +9,8 @@ namespace herdps_python {
 bool WaitInterruptibly(const std::function<bool(std::chrono::milliseconds)>& wait_slice,
                        double seconds) {
   using Clock = std::chrono::steady_clock;
-  const bool forever = seconds < 0;
+  // Beyond a century is forever: the deadline's arithmetic would overflow.
+  const bool forever = seconds < 0 || !(seconds < 3.2e9);
   const Clock::time_point deadline =
       forever ? Clock::time_point::max()
               : Clock::now() + std::chrono::duration_cast<Clock::duration>(

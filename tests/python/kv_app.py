@@ -11,6 +11,7 @@ of its pushes) and a summing KVServer of float64 (app 1). Every worker checks:
 and worker 0, with the server SIGSTOPped (its pid from DIR/server-<rank>.pid):
   - wait(ts, timeout) raises TimeoutError while the pull cannot finish;
   - SIGINT during wait raises KeyboardInterrupt (the GIL is free: a thread sends it);
+  - close() while another thread waits in the same worker: that wait still returns;
   - after SIGCONT, waiting again gives the exact values.
 Prints "worker R: OK (herdps from FOLDER)" and exits 0, or names the first failed check and exits 1.
 """
@@ -68,8 +69,10 @@ def run_worker(pid_dir):
     got = sgd.wait(sgd.pull(keys))
     check(got.dtype == np.float32 and np.array_equal(got, want), "pull into a new array")
     out = np.zeros(n, dtype=np.float32)
-    check(sgd.wait(sgd.pull(keys, out=out)) is out, "pull(out=...) returns out")
+    ts = sgd.pull(keys, out=out)
+    check(sgd.wait(ts) is out, "pull(out=...) returns out")
     check(np.array_equal(out, want), "pull into out")
+    check(sgd.wait(ts) is None, "a pull's second wait returns None")
     values, got_lens = sums.wait(sums.pull([1, 5, 9], want_lens=True))
     want_sums = workers * np.arange(6, dtype=np.float64) + workers * (workers - 1) / 2
     check(np.array_equal(got_lens, lens), "lens pulled: %s" % got_lens)
@@ -80,6 +83,8 @@ def run_worker(pid_dir):
     check("sort" in message, "unsorted keys: %s" % message)
     expect_error(herdps.Error, lambda: sgd.pull(keys, out=np.zeros(n, dtype=np.float64)),
                  "out of the wrong dtype")
+    expect_error(herdps.Error, lambda: sgd.pull(keys, out=np.zeros(0, dtype=np.float32)),
+                 "an empty out")
     message = expect_error(herdps.Error, lambda: sums.wait(sums.pull([12345])),
                            "a pull of a key never pushed")
     check("12345" in message, "the error names the key: %s" % message)
@@ -147,9 +152,22 @@ def check_waits_interruptibly(sgd, keys, want, pid_dir):
         check(not sgd.finished(ts), "the pull goes on after the timeout")
         threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
         expect_error(KeyboardInterrupt, lambda: sgd.wait(ts), "SIGINT during wait")
+        # close() while another thread waits in the same worker: the worker goes once
+        # that wait returns, which then gives the values.
+        other = herdps.KVWorker(app_id=0, customer_id=1)
+        other_ts = other.pull(keys)
+        got = []
+        waiter = threading.Thread(target=lambda: got.append(other.wait(other_ts)))
+        waiter.start()
+        time.sleep(0.2)
+        other.close()
+        expect_error(herdps.Error, lambda: other.pull(keys), "a pull after close")
     finally:
         os.kill(server, signal.SIGCONT)
     check(np.array_equal(sgd.wait(ts), want), "the pull after SIGCONT")
+    waiter.join(30)
+    check(not waiter.is_alive() and len(got) == 1 and np.array_equal(got[0], want),
+          "a wait running through another thread's close()")
 
 
 def main():

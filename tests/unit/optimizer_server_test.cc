@@ -178,7 +178,7 @@ OptimizerServerOptions RuleOptions(const std::string& name) {
 }
 
 TEST(UpdateRule, ARuleNeedsANameWithoutSpaces) {
-  for (const std::string name : {"", "two words"}) {
+  for (const std::string name : {"", "two words", "carriage\rreturn"}) {
     try {
       OptimizerServer server(0, RuleOptions(name));
       ADD_FAILURE() << "a rule named '" << name << "' was accepted";
@@ -186,6 +186,13 @@ TEST(UpdateRule, ARuleNeedsANameWithoutSpaces) {
       EXPECT_NE(std::string(e.what()).find("rule_name"), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(UpdateRule, ANameWithoutARuleIsRefused) {
+  OptimizerServerOptions options;
+  options.threads = 1;
+  options.rule_name = "orphan";
+  EXPECT_THROW(OptimizerServer(0, options), Error);
 }
 
 TEST(UpdateRule, ACheckpointLoadsOnlyIntoAServerRunningTheSameRule) {

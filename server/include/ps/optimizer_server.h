@@ -63,9 +63,10 @@ struct OptimizerServerOptions {
   // validated): a subclass of ps::Optimizer (ps/optimizer.h) with its StateWidth and
   // Update, which the server calls exactly as for a built-in optimizer, on its shard
   // threads (several at once, never two on the same key), for pushes and for
-  // synchronous aggregation's rounds alike. Checkpoints record `rule_name` (required,
-  // non-empty, no spaces) and the state width, and a server loads only a file written by
-  // the same rule (InvalidArgument otherwise). Shared: the server keeps a reference.
+  // synchronous aggregation's rounds alike; Update must not throw. Checkpoints record
+  // `rule_name` (required with a rule and only then: non-empty, no whitespace) and the
+  // state width, and a server loads only a file written by the same rule
+  // (InvalidArgument otherwise). Shared: the server keeps a reference.
   std::shared_ptr<const Optimizer> rule;
   std::string rule_name;
   ValueInit init;

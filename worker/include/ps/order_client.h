@@ -100,8 +100,9 @@ class OrderClient {
   // Report for a sparse gradient: values[i] at index indices[i] (i < count, any order,
   // each index below options().dim and at most once), 0 everywhere else; the orders are
   // those of Report with that dense gradient. Costs O(count) besides what the algorithm
-  // does with the gradient (rr and fixed: nothing). InvalidArgument, ignoring the report,
-  // for an index out of range or repeated, and as Report.
+  // does with the gradient (rr and fixed: nothing); the first call allocates a zeroed
+  // vector of dim floats and dim flags, kept for the client's life. InvalidArgument,
+  // ignoring the report, for an index out of range or repeated, and as Report.
   Status ReportSparse(int position, const uint64_t* indices, const float* values,
                       size_t count);
 
