@@ -31,12 +31,7 @@ class PyOrderClient {
   ~PyOrderClient() { Close(); }
 
   // Stops the client (at once, or when a call still running on another thread returns).
-  void Close() {
-    std::shared_ptr<ps::OrderClient> gone;
-    gone.swap(client_);
-    py::gil_scoped_release release;
-    gone.reset();
-  }
+  void Close() { ReleaseWithoutGil(&client_); }
 
   // A copy: the order changes at NextEpoch.
   py::array_t<int> Order() {

@@ -104,12 +104,7 @@ class PyOptimizerServer {
 
   // Finishes queued work and stops serving (at once, or when a call still running on
   // another thread returns).
-  void Close() {
-    std::shared_ptr<ps::OptimizerServer> gone;
-    gone.swap(server_);
-    py::gil_scoped_release release;
-    gone.reset();
-  }
+  void Close() { ReleaseWithoutGil(&server_); }
   size_t NumKeys() {
     std::shared_ptr<ps::OptimizerServer> s = Get();
     py::gil_scoped_release release;
