@@ -129,6 +129,11 @@ Status EncodeMeta(const Message& msg, const ShmFields& shm, std::string* out) {
   p.set_chunk_offset(m.chunk_offset);
   p.set_value_len(m.value_len);
   p.set_chunk_query(m.chunk_query);
+  p.set_keys_encoded(m.keys_encoded);
+  p.set_key_list(m.key_list);
+  p.set_key_list_ref(m.key_list_ref);
+  p.set_keys_as_asked(m.keys_as_asked);
+  p.set_key_list_unknown(m.key_list_unknown);
   p.set_takes_chunks(m.takes_chunks);
   p.set_replica_of(m.replica_of < 0 ? 0u : static_cast<uint32_t>(m.replica_of) + 1);
   p.set_resent(m.resent);
@@ -139,7 +144,9 @@ Status EncodeMeta(const Message& msg, const ShmFields& shm, std::string* out) {
   p.set_sequence(m.sequence);
   p.set_request_id(m.request_id);
   p.set_incarnation(m.incarnation);
-  p.set_sender_incarnation(m.sender_incarnation);
+  // Read only by the resend de-dup (messages with a sequence) and the join: 10 bytes
+  // fewer on every other message.
+  if (m.sequence != 0 || !m.control.empty()) p.set_sender_incarnation(m.sender_incarnation);
   if (shm.has_offer) {
     auto* o = p.mutable_shm_offer();
     o->set_ring(shm.offer.ring);
@@ -328,6 +335,11 @@ Status DecodeMeta(const void* bytes, size_t size, const std::vector<size_t>& fra
   meta->chunk_offset = p.chunk_offset();
   meta->value_len = p.value_len();
   meta->chunk_query = p.chunk_query();
+  meta->keys_encoded = p.keys_encoded();
+  meta->key_list = p.key_list();
+  meta->key_list_ref = p.key_list_ref();
+  meta->keys_as_asked = p.keys_as_asked();
+  meta->key_list_unknown = p.key_list_unknown();
   meta->takes_chunks = p.takes_chunks();
   if (p.replica_of() > static_cast<uint32_t>(std::numeric_limits<int32_t>::max())) {
     return Status::InvalidArgument("replica_of " + std::to_string(p.replica_of()) +

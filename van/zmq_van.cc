@@ -254,6 +254,8 @@ VanStats ZmqVan::stats() const {
   s.received_messages = received_messages_.load();
   s.received_bytes = received_bytes_.load();
   s.dropped_messages = dropped_messages_.load();
+  s.push_request_bytes = push_request_bytes_.load();
+  s.push_requests = push_requests_.load();
   s.received_copied_bytes = received_copied_bytes_.load();
   s.shm_sent_frames = shm_sent_frames_.load();
   s.shm_sent_bytes = shm_sent_bytes_.load();

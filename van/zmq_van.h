@@ -214,7 +214,8 @@ class ZmqVan : public Van {
 
   LogLimiter drop_log_;
   std::atomic<uint64_t> sent_messages_{0}, sent_bytes_{0}, received_messages_{0},
-      received_bytes_{0}, dropped_messages_{0}, received_copied_bytes_{0};
+      received_bytes_{0}, dropped_messages_{0}, received_copied_bytes_{0},
+      push_request_bytes_{0}, push_requests_{0};
 
   // The data ROUTER's receive role (zmq_van_wait.cc).
   std::mutex role_mu_;  // guards the role's state below and the nudge socket

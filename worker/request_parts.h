@@ -58,6 +58,11 @@ inline void ScatterValues(const std::vector<uint32_t>& pos, size_t bytes, const 
   MoveValues<false>(pos, bytes, from, to);
 }
 
+// Key caching: the smallest key list (raw, 8 bytes a key) that goes as a list id once
+// its server has it. Shorter lists gain little from an id (a varint in the meta) and
+// would cost a hash and a lookup per part.
+constexpr size_t kMinCachedListBytes = 24;
+
 // One message of a request and, for a pull, its answer.
 struct RequestPipeline::Part {
   int server = 0;                   // rank
@@ -66,9 +71,12 @@ struct RequestPipeline::Part {
   uint64_t chunk_offset = 0;        // the chunk's first value within the key
   uint64_t chunk_len = 0;           // values in the chunk
   bool answered = false;
+  uint8_t key_resends = 0;  // times sent again with its keys (key caching)
   KVFrames answer;
-  // With PS_REPLICATION >= 2: the message as sent, to send again to the replica that
-  // takes over if its server dies, and the rank and part index it was first sent as.
+  // With PS_REPLICATION >= 2, or when its keys may go as a list id: the message as
+  // planned (keys raw), to send again to the replica that takes over if its server
+  // dies, or with its keys if the server has not kept their list; and the rank and
+  // part index it was first sent as.
   std::unique_ptr<Message> sent;
   int first_server = -1;
   int64_t first_part = -1;

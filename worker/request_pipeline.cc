@@ -15,6 +15,7 @@
 #include "ps/internal/membership.h"
 #include "ps/internal/postoffice.h"
 #include "request_parts.h"
+#include "sent_key_lists.h"
 
 namespace ps {
 
@@ -118,6 +119,7 @@ void RequestPipeline::Process(Message& msg) {
     return;
   }
   std::unique_ptr<Pending> done;
+  std::unique_ptr<Message> again;  // a part whose key list the server did not keep
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = pending_.find(meta.request_id);
@@ -139,9 +141,24 @@ void RequestPipeline::Process(Message& msg) {
       return;
     }
     Part& part = p.parts[meta.part];
-    part.answered = true;
+    // Evicted, or a new server process: the part goes again with its keys, below. A
+    // server answers so only to a list id, so a part sent with its keys never needs
+    // it twice; the bound keeps a faulty server from making it loop.
+    if (meta.key_list_unknown && part.sent && meta.key_list_ref != 0 && part.key_resends < 2) {
+      ++part.key_resends;
+      again = std::make_unique<Message>(*part.sent);
+    }
+    part.answered = again == nullptr;
     Status s = Status::FromWire(meta.status_code, meta.status_message);
-    if (p.question) {
+    if (again) {
+      s = Status::OK();
+    } else if (meta.key_list_unknown) {
+      s = Status::Internal("the server did not keep this part's key list, and the part "
+                           "was not kept to send again");
+    }
+    if (again) {
+      // Not an answer: the part waits for the one to its keys sent again.
+    } else if (p.question) {
       if (s.ok() && !meta.takes_chunks && p.whole_only_server < 0) p.whole_only_server = rank;
     } else if (s.ok() && p.pull) {
       s = TakeAnswer(part, p, msg);
@@ -158,13 +175,22 @@ void RequestPipeline::Process(Message& msg) {
     if (!s.ok()) {
       s = Status(s.code(), "server " + std::to_string(rank) + ": " + s.message());
       if (p.status.ok()) p.status = s;
-    } else if (p.push && !p.question) {
+    } else if (p.push && !p.question && !again) {
       CountAck(rank, msg.peer_identity);
     }
-    if (--p.remaining == 0) {
+    if (!again && --p.remaining == 0) {
       done = std::move(it->second);
       pending_.erase(it);
     }
+  }
+  if (again) {
+    SentLists()->Forget(Postoffice::IDtoRank(meta.sender), meta.key_list_ref);
+    {
+      std::lock_guard<std::mutex> lock(counters_mu_);
+      ++counters_.key_lists_resent;
+    }
+    SendPart(*again);
+    return;
   }
   if (!done) return;
   if (done->question) {
@@ -175,7 +201,18 @@ void RequestPipeline::Process(Message& msg) {
 }
 
 void RequestPipeline::SendPart(Message& msg) {
-  Status sent = Postoffice::Get()->Send(msg);
+  Postoffice* po = Postoffice::Get();
+  const bool push = msg.meta.request && msg.meta.push && msg.data.size() >= 2;
+  const uint64_t raw_keys = push ? msg.data[0].size() : 0;
+  PrepareKeys(&msg);
+  if (push) {
+    const uint64_t lens = msg.data.size() > 2 ? msg.data[2].size() : 0;
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    counters_.push_key_bytes += msg.data[0].size() + lens;
+    counters_.push_raw_key_bytes += raw_keys + lens;
+    counters_.push_value_bytes += msg.data[1].size();
+  }
+  Status sent = po->Send(msg);
   if (sent.ok()) return;
   // Account for the part that never left, as if its server had failed it.
   Message failed;
@@ -189,27 +226,35 @@ void RequestPipeline::SendPart(Message& msg) {
 }
 
 Status RequestPipeline::TakeAnswer(Part& part, const Pending& p, Message& msg) {
-  Status s;
-  if (msg.meta.compression != 0) {
-    const uint64_t limit = static_cast<uint64_t>(Postoffice::Get()->config().max_message_bytes);
-    s = type_ == DataType::kFloat ? DecodeCompressedValues(&msg, limit)
-                                  : Status::InvalidArgument("a compressed answer for " +
-                                                            std::string(DataTypeName(type_)) +
-                                                            " values");
-    if (!s.ok()) return s;
-  }
-  s = ParseKVFrames(msg, false, type_, elem_size_, &part.answer);
+  const uint64_t limit = static_cast<uint64_t>(Postoffice::Get()->config().max_message_bytes);
+  Status s = DecodeKeysFrame(&msg, limit / sizeof(Key));
   if (!s.ok()) return s;
-  // The answer must be for exactly the keys this part asked for.
-  const SArray<Key>& got = part.answer.keys;
   const std::vector<uint32_t>& pos = part.positions;
   const size_t expect = pos.empty() ? p.keys.size() : pos.size();
-  bool same = got.size() == expect;
-  for (size_t i = 0; same && i < expect; ++i) same = got[i] == p.keys[pos.empty() ? i : pos[i]];
-  if (!same) return Status::Internal("the server answered with keys other than those asked");
+  if (msg.meta.compression != 0) {
+    s = type_ == DataType::kFloat
+            ? DecodeCompressedValues(&msg, limit,
+                                     msg.meta.keys_as_asked ? expect : kKeysFromFrame)
+            : Status::InvalidArgument("a compressed answer for " +
+                                      std::string(DataTypeName(type_)) + " values");
+    if (!s.ok()) return s;
+  }
+  if (msg.meta.keys_as_asked) {
+    // The server answered with the request's own keys, and sent none.
+    s = ParseKVFrames(msg, false, type_, elem_size_, &part.answer, expect);
+    if (!s.ok()) return s;
+  } else {
+    s = ParseKVFrames(msg, false, type_, elem_size_, &part.answer);
+    if (!s.ok()) return s;
+    // The answer must be for exactly the keys this part asked for.
+    const SArray<Key>& got = part.answer.keys;
+    bool same = got.size() == expect;
+    for (size_t i = 0; same && i < expect; ++i) same = got[i] == p.keys[pos.empty() ? i : pos[i]];
+    if (!same) return Status::Internal("the server answered with keys other than those asked");
+  }
   if (part.chunk >= 0 && part.answer.vals.size() != part.chunk_len * elem_size_) {
     return Status::Internal("the server answered chunk " + std::to_string(part.chunk) +
-                            " of key " + std::to_string(got[0]) + " with " +
+                            " of key " + std::to_string(p.keys[pos[0]]) + " with " +
                             std::to_string(part.answer.vals.size() / elem_size_) +
                             " values; expected " + std::to_string(part.chunk_len));
   }

@@ -251,10 +251,6 @@ void RequestPipeline::Stamp(const PipelineRequest& req, const Pending& p, int ti
     if (req.push) counters_.push_raw_bytes += req.vals.size();
     for (size_t i = 0; i < messages->size(); ++i) {
       if (p.parts[i].chunk >= 0) ++counters_.chunks;
-      if (!req.push) continue;
-      const Message& m = (*messages)[i];
-      counters_.push_key_bytes += m.data[0].size() + (m.data.size() > 2 ? m.data[2].size() : 0);
-      counters_.push_value_bytes += m.data[1].size();
     }
   }
   for (Message& msg : *messages) {

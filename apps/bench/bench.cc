@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "chunk_workload.h"
+#include "keys_workload.h"
 #include "codec_workload.h"
 #include "measure.h"
 #include "node_memory.h"
@@ -53,7 +54,8 @@ DEFINE_string(workload, "kv",
               "chunks: balance and goodput of large tensors chunked vs whole; codecs: gradient "
               "codecs' throughput and push goodput; shm: push/pull through shared memory vs the "
               "socket vs memcpy; waiters: latency of several threads each waiting on its own requests, "
-              "receiving in Wait vs not");
+              "receiving in Wait vs not; keys: 1e4 to 1e7 one-float keys per request, key "
+              "frames and key caching vs raw keys vs memcpy");
 
 namespace {
 
@@ -195,9 +197,10 @@ int main(int argc, char* argv[]) {
     return 2;
   }
   if (FLAGS_workload != "kv" && FLAGS_workload != "optimizer" && FLAGS_workload != "chunks" &&
-      FLAGS_workload != "codecs" && FLAGS_workload != "shm" && FLAGS_workload != "waiters") {
+      FLAGS_workload != "codecs" && FLAGS_workload != "shm" && FLAGS_workload != "waiters" &&
+      FLAGS_workload != "keys") {
     std::fprintf(stderr,
-                 "bench: --workload must be kv, optimizer, chunks, codecs, shm or waiters\n");
+                 "bench: --workload must be kv, optimizer, chunks, codecs, shm, waiters or keys\n");
     return 2;
   }
   try {
@@ -215,6 +218,13 @@ int main(int argc, char* argv[]) {
       std::shared_ptr<void> server;
       if (ps::IsServer()) server = bench::StartShmServer();
       int rc = ps::IsWorker() ? bench::RunShmWorkload(FLAGS_csv) : 0;
+      ps::Finalize(0, true);
+      return rc;
+    }
+    if (FLAGS_workload == "keys") {
+      std::shared_ptr<void> server;
+      if (ps::IsServer()) server = bench::StartKeysServer();
+      int rc = ps::IsWorker() ? bench::RunKeysWorkload(FLAGS_csv) : 0;
       ps::Finalize(0, true);
       return rc;
     }

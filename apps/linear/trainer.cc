@@ -201,7 +201,9 @@ TrainingData LoadTrainingData(int rank, int num_workers) {
 }
 
 // The bytes every worker pushed so far, added up on the stats app: value bytes as
-// encoded on the wire, the same values raw, and key and length bytes. Each worker adds
+// encoded on the wire, the same values raw, key and length bytes as sent and raw, and
+// every byte of the push messages (meta included, ZeroMQ's framing not: the van's
+// count, which also holds these reports' own pushes). Each worker adds
 // what it pushed since its last call; called by every worker before the evaluation
 // barrier, so that after it the totals are the job's.
 class PushedBytes {
@@ -209,15 +211,20 @@ class PushedBytes {
   explicit PushedBytes(ps::KVWorker<float>* kv) : kv_(kv), stats_(kStatsApp, 0) {}
   void Report() {
     ps::RequestPipeline::Counters now = kv_->counters();
-    std::vector<double> delta = {static_cast<double>(now.push_value_bytes - last_.push_value_bytes),
-                                 static_cast<double>(now.push_raw_bytes - last_.push_raw_bytes),
-                                 static_cast<double>(now.push_key_bytes - last_.push_key_bytes)};
+    const uint64_t wire = ps::Postoffice::Get()->van()->stats().push_request_bytes;
+    std::vector<double> delta = {
+        static_cast<double>(now.push_value_bytes - last_.push_value_bytes),
+        static_cast<double>(now.push_raw_bytes - last_.push_raw_bytes),
+        static_cast<double>(now.push_key_bytes - last_.push_key_bytes),
+        static_cast<double>(now.push_raw_key_bytes - last_.push_raw_key_bytes),
+        static_cast<double>(wire - last_wire_)};
     last_ = now;
+    last_wire_ = wire;
     if (unknown_) return;
     ps::Status s = stats_.Wait(stats_.Push(kKeys, delta));
     if (!s.ok()) Lost("cannot report pushed bytes", s);
   }
-  // The job's totals: value bytes sent, raw value bytes, key bytes (NaN once unknown).
+  // The job's totals, in Report's order (NaN once unknown).
   std::vector<double> Totals() {
     std::vector<double> totals;
     if (!unknown_) {
@@ -241,11 +248,12 @@ class PushedBytes {
     unknown_ = true;
   }
 
-  const std::vector<ps::Key> kKeys = {0, 1, 2};
+  const std::vector<ps::Key> kKeys = {0, 1, 2, 3, 4};
   bool unknown_ = false;
   ps::KVWorker<float>* kv_;
   ps::KVWorker<double> stats_;
   ps::RequestPipeline::Counters last_;
+  uint64_t last_wire_ = 0;
 };
 
 int RunWorker(const TrainingData& data, bool* leave) {
@@ -264,7 +272,7 @@ int RunWorker(const TrainingData& data, bool* leave) {
     if (!metrics) throw std::runtime_error("cannot write metrics to " + FLAGS_metrics_csv);
     std::fprintf(metrics,
                  "epoch,wall_seconds,train_loss,test_loss,accuracy,auc,consistency,clocks,"
-                 "bytes_sent,raw_bytes_sent,key_bytes_sent\n");
+                 "bytes_sent,raw_bytes_sent,key_bytes_sent,raw_key_bytes_sent,push_wire_bytes\n");
   }
   if (lead) {
     std::printf(
@@ -306,7 +314,7 @@ int RunWorker(const TrainingData& data, bool* leave) {
   auto start = Clock::now();
   auto warm = start;  // the end of the warm-up epoch
   Evaluation last;
-  std::vector<double> last_bytes(3, 0.0);  // the job's pushed bytes at the last evaluation
+  std::vector<double> last_bytes(5, 0.0);  // the job's pushed bytes at the last evaluation
   for (int epoch = 1; epoch <= FLAGS_epochs; ++epoch) {
     auto epoch_start = Clock::now();
     if (epoch == 2) warm = epoch_start;
@@ -367,10 +375,10 @@ int RunWorker(const TrainingData& data, bool* leave) {
           epoch, FLAGS_epochs, last.train_loss, last.test_loss, last.accuracy, last.auc, wall);
       std::fflush(stdout);
       if (metrics) {
-        std::fprintf(metrics, "%d,%.6f,%.9g,%.9g,%.9g,%.9g,%s,%lld,%.0f,%.0f,%.0f\n", epoch, wall,
-                     last.train_loss, last.test_loss, last.accuracy, last.auc,
+        std::fprintf(metrics, "%d,%.6f,%.9g,%.9g,%.9g,%.9g,%s,%lld,%.0f,%.0f,%.0f,%.0f,%.0f\n",
+                     epoch, wall, last.train_loss, last.test_loss, last.accuracy, last.auc,
                      consistency.c_str(), static_cast<long long>(pacer.clocks()), bytes[0],
-                     bytes[1], bytes[2]);
+                     bytes[1], bytes[2], bytes[3], bytes[4]);
         std::fflush(metrics);
       }
       last_bytes = bytes;
@@ -390,9 +398,11 @@ int RunWorker(const TrainingData& data, bool* leave) {
     double wall = std::chrono::duration<double>(end - start).count();
     std::printf("final: train_loss %.6f test_loss %.6f accuracy %.4f auc %.4f wall %.2f s\n",
                 last.train_loss, last.test_loss, last.accuracy, last.auc, wall);
-    std::printf("pushed: %.0f value bytes on the wire for %.0f raw (%.1fx fewer), %.0f key bytes\n",
+    std::printf("pushed: %.0f value bytes on the wire for %.0f raw (%.1fx fewer), %.0f key bytes "
+                "for %.0f raw, %.0f bytes of push messages in all\n",
                 last_bytes[0], last_bytes[1],
-                last_bytes[0] > 0 ? last_bytes[1] / last_bytes[0] : 0.0, last_bytes[2]);
+                last_bytes[0] > 0 ? last_bytes[1] / last_bytes[0] : 0.0, last_bytes[2],
+                last_bytes[3], last_bytes[4]);
     if (!FLAGS_save_model.empty()) {
       SaveModel(&kv, data, FLAGS_save_model);
       std::printf("model written to %s\n", FLAGS_save_model.c_str());

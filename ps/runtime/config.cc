@@ -133,6 +133,13 @@ Status ReadDataPath(const Getenv& getenv, Config* c) {
   if ((text = Lookup(getenv, "PS_RECEIVE_IN_WAIT", nullptr))) {
     if (!(s = ParseBool("PS_RECEIVE_IN_WAIT", text, &cfg.receive_in_wait)).ok()) return s;
   }
+  if ((text = Lookup(getenv, "PS_KEY_ENCODING", nullptr))) {
+    if (!(s = ParseBool("PS_KEY_ENCODING", text, &cfg.key_encoding)).ok()) return s;
+  }
+  if ((text = Lookup(getenv, "PS_KEY_CACHE_BYTES", nullptr))) {
+    if (!(s = ParseInt("PS_KEY_CACHE_BYTES", text, 0, int64_t{1} << 40, &v)).ok()) return s;
+    cfg.key_cache_bytes = static_cast<uint64_t>(v);
+  }
   if ((text = Lookup(getenv, "PS_SHM_BYTES", nullptr))) {
     // At most shm::kMaxRingBytes (van/shm_segment.h): receivers refuse larger offers.
     if (!(s = ParseInt("PS_SHM_BYTES", text, int64_t{1} << 20, int64_t{1} << 36, &v)).ok()) {
@@ -293,7 +300,8 @@ const char* const Config::kNames[] = {
     "PS_RESEND_TIMEOUT", "PS_DROP_RATE", "PS_DROP_MSG",
     "PS_DROP_SEED", "PS_CONSISTENCY", "PS_KEY_PLACEMENT", "PS_CHUNK_BYTES", "PS_JOB_TOKEN",
     "PS_SECURE", "PS_CURVE_SECRET_KEY", "PS_CURVE_SECRET_KEY_FILE", "PS_SHM", "PS_SHM_BYTES",
-    "PS_RECEIVE_IN_WAIT", "PS_CHECKPOINT_DIR", "PS_CHECKPOINT_EVERY", "PS_REPLICATION",
+    "PS_RECEIVE_IN_WAIT", "PS_KEY_ENCODING", "PS_KEY_CACHE_BYTES", "PS_CHECKPOINT_DIR",
+    "PS_CHECKPOINT_EVERY", "PS_REPLICATION",
     "PS_STALL_REPORT", "PS_METRICS_PORT",
     nullptr};
 

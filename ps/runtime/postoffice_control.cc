@@ -16,6 +16,7 @@
 #include "join_state.h"
 #include "node_report.pb.h"
 #include "ps/internal/event_loop.h"
+#include "ps/internal/large_buffer.h"
 #include "ps/internal/node_activity.h"
 #include "ps/internal/postoffice.h"
 #include "ps/internal/reorder_window.h"
@@ -253,9 +254,11 @@ void Postoffice::TrimMemoryIfIdle() {
   // them back (with PS_TUNE_MALLOC glibc keeps up to 1 GiB of free heap otherwise, and
   // a shared-memory ring stays resident at its busiest).
   uint64_t ring_bytes = van_->ReleaseIdleMemory();
+  const size_t kept_bytes = ReleaseLargeBuffers();
   malloc_trim(0);
   PS_VLOG(1) << "idle for " << config_.idle_trim_ms << " ms: gave free memory back ("
-             << (ring_bytes >> 20) << " MiB of shared-memory rings, and malloc_trim)";
+             << (ring_bytes >> 20) << " MiB of shared-memory rings, " << (kept_bytes >> 20)
+             << " MiB of large buffers kept for reuse, and malloc_trim)";
 }
 
 std::string Postoffice::ActivityReport() const {

@@ -69,27 +69,6 @@ Status CheckFiniteValues(const char* name, const char* data, size_t offset, uint
   return Status::OK();
 }
 
-// The shortest-form LEB128 varint at data[*pos..size): true with *v set and *pos moved
-// past it (so *pos <= size); false, changing neither, for any fault, which VarintFault
-// then names. Kept apart from the message so that the hot path (one call per topk index)
-// builds no Status.
-inline bool ParseVarint(const char* data, size_t size, size_t* pos, uint64_t* v) {
-  const size_t start = *pos;
-  uint64_t result = 0;
-  for (size_t i = 0; i < kMaxVarintBytes && start + i < size; ++i) {
-    uint8_t byte = static_cast<uint8_t>(data[start + i]);
-    result |= static_cast<uint64_t>(byte & 0x7f) << (7 * i);
-    if (!(byte & 0x80)) {
-      if (i > 0 && byte == 0) return false;                    // not the shortest form
-      if (i == kMaxVarintBytes - 1 && byte > 1) return false;  // over 64 bits
-      *pos = start + i + 1;
-      *v = result;
-      return true;
-    }
-  }
-  return false;  // past the end, or an 11th byte
-}
-
 // What is wrong with the varint at data[start..size), which `field` names, once
 // ParseVarint has refused it.
 Status VarintFault(const char* data, size_t size, size_t start, const char* field) {

@@ -4,12 +4,13 @@
 #include <cmath>
 
 #include "ps/internal/codec_frame.h"
+#include "ps/internal/key_frame.h"
 #include "ps/internal/key_order.h"
 
 namespace ps {
 
 Status ParseKVFrames(const Message& msg, bool need_sorted, DataType type, size_t elem_size,
-                     KVFrames* kvs) {
+                     KVFrames* kvs, size_t expected_keys) {
   const auto& types = msg.meta.data_type;
   size_t frames = msg.data.size();
   if (types.size() != frames) {
@@ -42,12 +43,16 @@ Status ParseKVFrames(const Message& msg, bool need_sorted, DataType type, size_t
   if (frames == 3 && msg.data[2].size() % sizeof(int) != 0) {
     return Status::InvalidArgument("lens frame is not a whole number of lengths");
   }
+  const bool as_asked = expected_keys != kKeysFromFrame;
+  if (as_asked && !msg.data[0].empty()) {
+    return Status::InvalidArgument("an answer of the keys as asked carries keys");
+  }
   kvs->keys = SArray<Key>(msg.data[0]);
   kvs->vals = frames >= 2 ? msg.data[1] : SArray<char>();
   kvs->lens = frames == 3 ? SArray<int>(msg.data[2]) : SArray<int>();
-  size_t n = kvs->keys.size();
+  size_t n = as_asked ? expected_keys : kvs->keys.size();
   size_t num_vals = kvs->vals.size() / elem_size;
-  if (need_sorted) {
+  if (need_sorted && !as_asked) {
     const size_t bad = FirstUnsortedKey(kvs->keys.data(), n);
     if (bad < n) {
       return Status::InvalidArgument("keys are not sorted ascending and unique at position " +
@@ -76,7 +81,7 @@ Status ParseKVFrames(const Message& msg, bool need_sorted, DataType type, size_t
   return Status::OK();
 }
 
-Status DecodeCompressedValues(Message* msg, uint64_t max_decoded_bytes) {
+Status DecodeCompressedValues(Message* msg, uint64_t max_decoded_bytes, size_t expected_keys) {
   if (msg->meta.compression == 0) return Status::OK();
   const auto& types = msg->meta.data_type;
   const size_t frames = msg->data.size();
@@ -100,7 +105,8 @@ Status DecodeCompressedValues(Message* msg, uint64_t max_decoded_bytes) {
                                    CodecName(info.codec) + " but the message says codec " +
                                    std::to_string(msg->meta.compression));
   }
-  const size_t keys = msg->data[0].size() / sizeof(Key);
+  const size_t keys =
+      expected_keys != kKeysFromFrame ? expected_keys : msg->data[0].size() / sizeof(Key);
   if (frames == 3) {
     SArray<int> lens(msg->data[2]);
     uint64_t sum = 0;
@@ -129,6 +135,34 @@ Status DecodeCompressedValues(Message* msg, uint64_t max_decoded_bytes) {
   msg->data[1] = SArray<char>(decoded);
   msg->meta.data_type[1] = DataType::kFloat;
   msg->meta.compression = 0;
+  return Status::OK();
+}
+
+void EncodeKeysFrame(Message* msg) {
+  if (msg->data.empty() || msg->meta.data_type.empty() ||
+      msg->meta.data_type[0] != DataType::kUInt64) {
+    return;
+  }
+  const SArray<Key> keys(msg->data[0]);
+  SArray<char> frame;
+  if (!EncodeKeyFrame(keys.data(), keys.size(), &frame)) return;
+  msg->data[0] = frame;
+  msg->meta.data_type[0] = DataType::kChar;
+  msg->meta.keys_encoded = true;
+}
+
+Status DecodeKeysFrame(Message* msg, uint64_t max_keys) {
+  if (!msg->meta.keys_encoded) return Status::OK();
+  if (msg->data.empty() || msg->meta.data_type.size() != msg->data.size() ||
+      msg->meta.data_type[0] != DataType::kChar) {
+    return Status::InvalidArgument("the message says its keys are encoded but has no key frame");
+  }
+  SArray<Key> keys;
+  Status s = DecodeKeyFrame(msg->data[0].data(), msg->data[0].size(), max_keys, &keys);
+  if (!s.ok()) return s;
+  msg->data[0] = SArray<char>(keys);
+  msg->meta.data_type[0] = DataType::kUInt64;
+  msg->meta.keys_encoded = false;
   return Status::OK();
 }
 

@@ -13,6 +13,7 @@
 #include "ps/consistency.h"
 #include "ps/internal/clock_client.h"
 #include "ps/internal/codec_frame.h"
+#include "ps/internal/key_frame.h"
 #include "ps/internal/message.h"
 #include "ps/internal/order_protocol.h"
 #include "ps/status.h"
@@ -284,6 +285,17 @@ void KVFramesSeeds() {
                      {DT::kUInt64, DT::kChar, DT::kInt32},
                      {keys({1, 3, 4}), frame, ints({5, 0, 5})}});
   }
+  // Key frames (bit 7): a dense run beside values, and steps beside a compressed frame.
+  auto key_frame = [](std::vector<ps::Key> k) {
+    ps::SArray<char> frame;
+    ps::EncodeKeyFrame(k.data(), k.size(), &frame);
+    return Bytes(frame);
+  };
+  seeds.push_back({"keys-encoded-runs", 1 | 0x80, {DT::kChar, DT::kFloat},
+                   {key_frame({10, 11, 12, 13, 14, 15}), floats({1, 2, 3, 4, 5, 6})}});
+  seeds.push_back({"keys-encoded-steps-compressed", 1 | 0x80 | 2 << 4, {DT::kChar, DT::kChar},
+                   {key_frame({3, 9, 40, 41, 77, 100}),
+                    Bytes(Encode(kCodecSpecs[2], Gradient(12, 5)))}});
   for (const Seed& s : seeds) {
     InputWriter w;
     w.Put(s.options).Put(static_cast<uint8_t>(s.types.size()));

@@ -1,9 +1,11 @@
 // ParseKVFrames / ParseKVPairs<Val> (ps/internal/kv_message.h) and the server's decoding
-// of compressed values (DecodeCompressedValues), on data frames as a decoded meta lists
-// them: every value type a node may store, sorted keys required or not.
+// of key frames (DecodeKeysFrame) and of compressed values (DecodeCompressedValues), on
+// data frames as a decoded meta lists them: every value type a node may store, sorted
+// keys required or not.
 //
 // Input: u8 options (bit 0: keys must be sorted; bits 1-3: the receiver's value type,
-// one of float double int32 int64 uint64 int8 uint8 char; bits 4-6: meta.compression),
+// one of float double int32 int64 uint64 int8 uint8 char; bits 4-6: meta.compression;
+// bit 7: meta.keys_encoded),
 // u8 number of frame types (mod 5), u8 number of frames (mod 5), one u8 DataType per
 // type (mod 12), then the frames, each a u32 length and its bytes.
 //
@@ -86,10 +88,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t frames = in.Take<uint8_t>() % 5;
   ps::Message msg;
   msg.meta.compression = compression;
+  msg.meta.keys_encoded = options & 0x80;
   for (size_t i = 0; i < types; ++i) {
     msg.meta.data_type.push_back(static_cast<ps::DataType>(in.Take<uint8_t>() % 12));
   }
   for (size_t i = 0; i < frames; ++i) msg.data.push_back(ps::fuzz::FrameOf(in.TakeChunk()));
+  if (msg.meta.keys_encoded) {
+    // As KVServer does before anything else: a key frame becomes the keys it encodes.
+    const ps::Message before = msg;
+    if (!ps::DecodeKeysFrame(&msg, ps::fuzz::kMaxDecodedBytes / sizeof(ps::Key)).ok()) {
+      // Refused: the message is as it was.
+      FUZZ_EXPECT(msg.meta.keys_encoded && msg.data.size() == before.data.size());
+      FUZZ_EXPECT(msg.data.empty() || msg.data[0].data() == before.data[0].data());
+      return 0;
+    }
+    FUZZ_EXPECT(!msg.meta.keys_encoded && msg.meta.data_type[0] == ps::DataType::kUInt64);
+    ps::fuzz::TouchAll(msg.data[0]);
+  }
 
   if (compression == 0) {
     ParseAs(value_type, msg, need_sorted);

@@ -23,6 +23,7 @@
 #include "fuzz_input.h"
 #include "ps/compressor.h"
 #include "ps/internal/codec_frame.h"
+#include "ps/internal/key_frame.h"
 #include "ps/status.h"
 
 namespace ps {
@@ -118,6 +119,33 @@ void CodecFrameSeeds() {
             std::string{static_cast<char>(ps::kFrameMarker), '\x02', '\x80'});
 }
 
+// ---- key frames -----------------------------------------------------------------------
+
+void KeyFrameSeeds() {
+  auto write = [](const std::string& name, const std::vector<ps::Key>& keys) {
+    ps::SArray<char> frame;
+    if (!ps::EncodeKeyFrame(keys.data(), keys.size(), &frame)) {
+      std::fprintf(stderr, "fuzz_make_corpus: key frame seed %s does not encode\n", name.c_str());
+      std::exit(1);
+    }
+    WriteSeed("key_frame", name, Bytes(frame));
+  };
+  std::vector<ps::Key> dense, strided, sparse, mixed;
+  for (ps::Key k = 0; k < 300; ++k) dense.push_back(k + 7);
+  for (ps::Key k = 0; k < 50; ++k) strided.push_back(UINT64_MAX / 64 * k + 1);
+  ps::Key at = 0;
+  for (int i = 0; i < 200; ++i) sparse.push_back(at += 1 + (i * 37) % 300);
+  for (ps::Key k = 0; k < 40; ++k) mixed.push_back(k < 20 ? k : 1000 + 3 * k);
+  write("dense", dense);
+  write("strided", strided);
+  write("sparse", sparse);
+  write("mixed", mixed);
+  WriteSeed("key_frame", "edge-empty", std::string{static_cast<char>(ps::kKeyFrameMarker), 1, 0});
+  // A runs frame whose repeat overshoots the count by one.
+  WriteSeed("key_frame", "edge-overshoot",
+            std::string{static_cast<char>(ps::kKeyFrameMarker), 2, 3, 5, 0, 2});
+}
+
 void CodecEncoderSeeds() {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
@@ -170,6 +198,7 @@ int main(int argc, char** argv) {
   ps::fuzz::MessageSeeds();
   CodecFrameSeeds();
   CodecEncoderSeeds();
+  KeyFrameSeeds();
   ps::fuzz::StateSeeds();
   ps::fuzz::ShmSeeds();
   std::printf("fuzz_make_corpus: wrote %d seed files under %s\n", ps::fuzz::g_files,

@@ -32,3 +32,14 @@ foreach(variant IN ITEMS
     "an_app_no_server_runs_fails_what_would_chunk_and_sends_the_rest;-n;1;-s;2;--env;PS_CHUNK_BYTES=4096;--;--scenario=missing")
   herdps_launch_variant(integration.chunk_agreement_ chunk_agreement_app "${variant}")
 endforeach()
+
+# Keys on the wire (tests/integration/key_lists_app.cc): key frames, key lists kept by
+# the servers and sent as ids, servers that keep almost nothing (every list sent again
+# with its keys), and both switched off; exact every time.
+herdps_node_test_app(key_lists_app key_lists_app.cc)
+foreach(variant IN ITEMS
+    "encoded_and_cached_lists_land_exactly;-n;3;-s;2;--;--expect=cached"
+    "lists_a_server_did_not_keep_are_sent_again_exactly_once;-n;2;-s;2;--;--expect=resent;--server_cache_bytes=2048"
+    "raw_keys_when_both_are_switched_off;-n;2;-s;2;--env;PS_KEY_ENCODING=0;--env;PS_KEY_CACHE_BYTES=0;--;--expect=raw")
+  herdps_launch_variant(integration.key_lists_ key_lists_app "${variant}")
+endforeach()

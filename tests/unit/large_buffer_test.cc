@@ -47,5 +47,42 @@ TEST(LargeBuffer, ABufferLivesWhileAnySArrayHoldsIt) {
   }
 }
 
+TEST(LargeBuffer, AReleasedMappingServesTheNextBufferOfAboutItsSizeUntilReleased) {
+  ReleaseLargeBuffers();
+  char* first = nullptr;
+  {
+    SArray<char> b = NewLargeBuffer(size_t{20} << 20);
+    first = b.data();
+    std::memset(b.data(), 7, b.size());
+  }
+  EXPECT_EQ(KeptLargeBufferBytes(), size_t{20} << 20);
+  {
+    // 18 MiB rounds up to 18: within 4/5 of the kept 20, so it gets that mapping.
+    SArray<char> again = NewLargeBuffer(size_t{18} << 20);
+    EXPECT_EQ(again.data(), first);
+    EXPECT_EQ(KeptLargeBufferBytes(), 0u);
+    // One much smaller does not take a large mapping (it would pin its memory).
+  }
+  {
+    SArray<char> small = NewLargeBuffer(size_t{10} << 20);
+    EXPECT_NE(small.data(), first);
+  }
+  EXPECT_EQ(KeptLargeBufferBytes(), size_t{30} << 20);
+  EXPECT_EQ(ReleaseLargeBuffers(), size_t{30} << 20);
+  EXPECT_EQ(KeptLargeBufferBytes(), 0u);
+}
+
+TEST(LargeBuffer, TheKeptMappingsStayWithinTheirBound) {
+  ReleaseLargeBuffers();
+  std::vector<SArray<char>> live;
+  for (size_t i = 0; i < kMaxKeptBytes / (size_t{256} << 20) + 2; ++i) {
+    live.push_back(NewLargeBuffer(size_t{256} << 20));
+  }
+  live.clear();
+  EXPECT_LE(KeptLargeBufferBytes(), kMaxKeptBytes);
+  EXPECT_GT(KeptLargeBufferBytes(), 0u);
+  ReleaseLargeBuffers();
+}
+
 }  // namespace
 }  // namespace ps

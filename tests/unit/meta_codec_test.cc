@@ -65,6 +65,10 @@ Message FullMessage() {
   m.sender_incarnation = 0xfedcba0987654321ULL;
   m.chunk_query = true;
   m.takes_chunks = true;
+  m.keys_encoded = true;
+  m.key_list = (uint64_t{1} << 50) + 1;
+  m.key_list_ref = (uint64_t{1} << 51) + 3;
+  m.key_list_unknown = true;
   msg.AddData(SArray<uint64_t>{1, 2, 3});
   msg.AddData(SArray<float>{1.f, 2.f});
   msg.AddData(SArray<int>{4});
@@ -139,6 +143,10 @@ TEST(MetaCodec, EveryFieldSurvivesTheRoundTrip) {
   EXPECT_EQ(out.sender_incarnation, in.sender_incarnation);
   EXPECT_EQ(out.chunk_query, in.chunk_query);
   EXPECT_EQ(out.takes_chunks, in.takes_chunks);
+  EXPECT_EQ(out.keys_encoded, in.keys_encoded);
+  EXPECT_EQ(out.key_list, in.key_list);
+  EXPECT_EQ(out.key_list_ref, in.key_list_ref);
+  EXPECT_EQ(out.key_list_unknown, in.key_list_unknown);
   EXPECT_EQ(out.control.cmd, in.control.cmd);
   EXPECT_EQ(out.control.barrier_group, in.control.barrier_group);
   EXPECT_EQ(out.control.msg_sig, in.control.msg_sig);
@@ -184,6 +192,24 @@ TEST(MetaCodec, DataMessageDecodesWithNoControlAndDefaultsKept) {
   EXPECT_EQ(out.timestamp, kEmpty);
   EXPECT_EQ(out.clock, -1);
   EXPECT_EQ(out.data_type, (std::vector<DataType>{DataType::kUInt64}));
+}
+
+TEST(MetaCodec, TheProcessIncarnationTravelsOnlyWhereAReceiverReadsIt) {
+  // Read by the resend de-dup (messages with a sequence) and joins: 10 bytes fewer.
+  Message data;
+  data.meta.sender_incarnation = 0xfedcba0987654321ULL;
+  data.meta.incarnation = 0x1234567890abcdefULL;
+  data.AddData(SArray<uint64_t>{5});
+  const std::string without = Encode(data);
+  Meta out;
+  ASSERT_TRUE(Decode(without, {8}, &out).ok());  // no sequence, no incarnation
+  EXPECT_EQ(out.sender_incarnation, 0u);
+  EXPECT_EQ(out.incarnation, data.meta.incarnation);
+  data.meta.sequence = 1;
+  const std::string with = Encode(data);
+  ASSERT_TRUE(Decode(with, {8}, &out).ok());
+  EXPECT_EQ(out.sender_incarnation, data.meta.sender_incarnation);
+  EXPECT_EQ(with.size(), without.size() + 3 + 10);  // tag 2 + 1, tag 2 + fixed 8
 }
 
 TEST(MetaCodec, EncodeRefusesDataTypesThatDoNotMatchTheFrames) {

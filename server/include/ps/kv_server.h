@@ -31,6 +31,7 @@
 #include "ps/base.h"
 #include "ps/internal/codec_frame.h"
 #include "ps/internal/customer.h"
+#include "ps/internal/key_list_store.h"
 #include "ps/internal/kv_message.h"
 #include "ps/internal/log_limiter.h"
 #include "ps/internal/node_activity.h"
@@ -98,6 +99,15 @@ class KVServer : public SimpleApp {
   void Response(const KVMeta& req, const KVPairs<Val>& res = KVPairs<Val>()) {
     Message msg = Answer(req);
     if (!res.keys.empty()) AppendKVPairs(res, &msg);
+    if (!res.keys.empty() && res.keys.data() == req.request_keys.data() &&
+        res.keys.size() == req.request_keys.size()) {
+      // The request's own keys (the handle holds them, so the buffer is theirs): the
+      // worker knows them.
+      msg.data[0] = SArray<char>();
+      msg.meta.keys_as_asked = true;
+    } else if (req.keys_encoded) {
+      EncodeKeysFrame(&msg);
+    }
     if (std::is_same<Val, float>::value && req.pull_compression != 0) EncodeValuesAsFp16(&msg);
     Send(msg);
   }
@@ -185,6 +195,7 @@ class KVServer : public SimpleApp {
     meta.chunk = msg.meta.chunk;
     meta.chunk_offset = msg.meta.chunk_offset;
     meta.value_len = msg.meta.value_len;
+    meta.keys_encoded = msg.meta.keys_encoded;
     meta.replica_of = msg.meta.replica_of;
     meta.resent = msg.meta.resent;
     meta.origin_request = msg.meta.origin_request;
@@ -208,17 +219,32 @@ class KVServer : public SimpleApp {
       return;
     }
     KVPairs<Val> data;
+    const uint64_t max_bytes = static_cast<uint64_t>(Postoffice::Get()->config().max_message_bytes);
+    const uint64_t list_id = msg.meta.key_list_ref ? msg.meta.key_list_ref : msg.meta.key_list;
+    const KeyListStore::ListId list{msg.meta.sender, msg.meta.incarnation, msg.meta.customer_id,
+                                    list_id};
     Status s;
-    if (msg.meta.compression != 0) {
+    if (msg.meta.key_list_ref && !TakeKeyList(list, &msg, &s)) {
+      // Not kept (evicted, or this process started after the worker sent the list).
+      Message answer = Answer(meta);
+      answer.meta.key_list_ref = list.id;
+      answer.meta.key_list_unknown = true;
+      Send(answer);
+      return;
+    }
+    // Keys from a key frame, or a kept list (checked when it came), ascend by
+    // construction: no second pass to check them.
+    const bool ascending = msg.meta.keys_encoded || msg.meta.key_list_ref;
+    if (s.ok()) s = DecodeKeysFrame(&msg, max_bytes / sizeof(Key));
+    if (s.ok() && msg.meta.compression != 0) {
       // Compressed pushes carry float gradients; decoded here, before any handle.
       s = std::is_same<Val, float>::value
-              ? DecodeCompressedValues(
-                    &msg, static_cast<uint64_t>(Postoffice::Get()->config().max_message_bytes))
+              ? DecodeCompressedValues(&msg, max_bytes)
               : Status::InvalidArgument("compressed values reached a server of " +
                                         std::string(DataTypeName(DataTypeOf<Val>())) +
                                         " values; codecs encode floats");
     }
-    if (s.ok()) s = ParseKVPairs<Val>(msg, /*need_sorted=*/true, &data);
+    if (s.ok()) s = ParseKVPairs<Val>(msg, /*need_sorted=*/!ascending, &data);
     if (s.ok() && !keeps_replicas_) {
       Status mine = OwnsKeys(meta, data);
       if (!mine.ok()) {
@@ -229,6 +255,9 @@ class KVServer : public SimpleApp {
     if (s.ok() && meta.push && data.vals.empty() && !data.keys.empty()) {
       s = Status::InvalidArgument("push without values");
     }
+    if (s.ok() && msg.meta.key_list != 0 && !msg.meta.key_list_ref) {
+      KeyLists()->Put(list, data.keys);
+    }
     if (!s.ok()) {
       LOG_IF(WARNING, reject_log_.ShouldLog())
           << "rejected request " << msg.meta.timestamp << " from node " << msg.meta.sender
@@ -236,6 +265,7 @@ class KVServer : public SimpleApp {
       ResponseError(meta, Status::InvalidArgument("rejected by server: " + s.message()));
       return;
     }
+    meta.request_keys = data.keys;
     NodeActivity::Get()->CountServed(meta.push, meta.pull);
     try {
       request_handle_(meta, data, this);
@@ -253,6 +283,34 @@ class KVServer : public SimpleApp {
       ResponseError(meta, Status::Internal("server handle failed: an exception that is not a "
                                            "std::exception"));
     }
+  }
+
+  // A request whose keys are the id of a list this server kept: puts the list in as its
+  // keys frame. False when no such list is kept; true with *s saying what is wrong with
+  // a request that names a list but carries keys.
+  bool TakeKeyList(const KeyListStore::ListId& list, Message* msg, Status* s) {
+    if (msg->meta.key_list != 0 || msg->data.empty() || !msg->data[0].empty() ||
+        msg->meta.data_type.size() != msg->data.size()) {
+      *s = Status::InvalidArgument("a request naming a kept key list must carry an empty keys "
+                                   "frame and no list to keep");
+      return true;
+    }
+    SArray<Key> keys;
+    if (!KeyLists()->Find(list, &keys)) return false;
+    msg->data[0] = SArray<char>(keys);
+    msg->meta.data_type[0] = DataType::kUInt64;
+    msg->meta.keys_encoded = false;
+    return true;
+  }
+
+  // Made at the first request that uses it: PS_KEY_CACHE_BYTES is read at ps::Start,
+  // and a KVServer may be made before.
+  KeyListStore* KeyLists() {
+    if (!key_lists_) {
+      key_lists_ = std::make_unique<KeyListStore>(
+          static_cast<size_t>(Postoffice::Get()->config().key_cache_bytes));
+    }
+    return key_lists_.get();
   }
 
   // Once keys fail over to their replicas (a server died, PS_REPLICATION >= 2): whether
@@ -286,6 +344,7 @@ class KVServer : public SimpleApp {
   ReqHandle request_handle_;
   AnswerHandle on_answer_;
   AbortHandle on_abort_;
+  std::unique_ptr<KeyListStore> key_lists_;  // KeyLists(); used by Process only
   std::unique_ptr<Customer> customer_;  // last: destroyed first, so no handler runs after
 };
 

@@ -242,6 +242,19 @@ class KVWorker : public SimpleApp {
   // Thread-safe; applies to requests issued afterwards.
   void set_chunking(bool on) { pipeline_->set_chunking(on); }
 
+  // Key lists on the wire as key frames (the first key, then varint steps or runs of
+  // steps; docs/pipeline.md) where that is shorter than 8 bytes a key: on by default
+  // unless PS_KEY_ENCODING=0; off sends this worker's keys raw. Thread-safe; applies
+  // to parts sent afterwards.
+  void set_key_encoding(bool on) { pipeline_->set_key_encoding(on); }
+
+  // Key caching (docs/pipeline.md): a key list this worker sent to a server before goes
+  // as its id, and the server takes the list it kept; on by default unless
+  // PS_KEY_CACHE_BYTES=0. The worker keeps a copy of each list it may send so (so an
+  // array changed after the call is never mistaken for the list it held). Off sends
+  // every list in full. Thread-safe; applies to parts sent afterwards.
+  void set_key_caching(bool on) { pipeline_->set_key_caching(on); }
+
   // Requests issued by this worker and not finished yet.
   size_t NumInFlight() { return customer_->NumInFlight(); }
 

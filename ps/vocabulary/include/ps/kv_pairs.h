@@ -45,6 +45,12 @@ struct KVMeta {
   uint64_t incarnation = 0;
   uint32_t part = 0;
   int pull_compression = 0;  // a pull may be answered with fp16 values (Response does it)
+  // The requester takes an answer's keys as a key frame (Response encodes them).
+  bool keys_encoded = false;
+  // The request's keys as the handle got them (a shared view). An answer whose keys are
+  // this very array travels without them (Response sees the same buffer): the worker
+  // knows what it asked for.
+  SArray<Key> request_keys;
   // A push another server forwarded as a replica of its keys (PS_REPLICATION >= 2): the
   // node id of the worker that pushed it; -1 for a request from its requester itself.
   int replica_of = -1;

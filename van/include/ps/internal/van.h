@@ -78,6 +78,10 @@ struct VanStats {
   uint64_t received_messages = 0;
   uint64_t received_bytes = 0;
   uint64_t dropped_messages = 0;  // malformed or oversized input that was rejected
+  // Of sent_bytes: the KV push requests (meta and data frames, without ZeroMQ's own
+  // framing), and how many there were.
+  uint64_t push_request_bytes = 0;
+  uint64_t push_requests = 0;
   // Received payload bytes that had to be copied for alignment (tiny frames only,
   // normally: large frames are handed over without a copy).
   uint64_t received_copied_bytes = 0;

@@ -79,6 +79,8 @@ struct PipelineRequest {
   std::vector<Slice> slices;
 };
 
+class SentKeyLists;
+
 class RequestPipeline {
  public:
   // `customer` issues the requests (owned by the caller, outlives this). Values are
@@ -115,14 +117,27 @@ class RequestPipeline {
   // asks the servers nothing. Requests issued afterwards follow it.
   void set_chunking(bool on) { chunking_.store(on, std::memory_order_relaxed); }
 
+  // Key lists as key frames (ps/internal/key_frame.h) where that is shorter: on by
+  // default unless PS_KEY_ENCODING=0; off sends every key list raw (8 bytes a key) and
+  // asks for raw keys in answers. Parts sent afterwards follow it.
+  void set_key_encoding(bool on) { key_encoding_.store(on, std::memory_order_relaxed); }
+  // Key caching: a key list sent to a server before goes as its id (on by default
+  // unless PS_KEY_CACHE_BYTES=0; see KVWorker::set_key_caching). Parts sent afterwards
+  // follow it.
+  void set_key_caching(bool on) { key_caching_.store(on, std::memory_order_relaxed); }
+
   // Timestamps of pushes in flight (KVWorker::Clock waits for them).
   std::vector<int> PushesInFlight();
 
   struct Counters {
     uint64_t push_value_bytes = 0;  // value bytes of pushes as sent (encoded)
     uint64_t push_raw_bytes = 0;    // the same values before encoding
-    uint64_t push_key_bytes = 0;    // key and length bytes of pushes
+    uint64_t push_key_bytes = 0;    // key and length bytes of pushes, as sent
+    uint64_t push_raw_key_bytes = 0;  // the same before key encoding (8 bytes a key)
     uint64_t parts = 0;             // messages sent
+    uint64_t cached_key_lists = 0;  // of those, parts whose keys went as a list id
+    uint64_t key_lists_resent = 0;  // parts sent again with their keys: the server had
+                                    // not kept their list
     uint64_t chunks = 0;            // of those, chunks of large values
   };
   Counters counters() const;
@@ -189,8 +204,8 @@ class RequestPipeline {
   // that would chunk ends with `failure` (not OK).
   void LaunchHeldRequest(uint64_t id, ChunkSupport answer, const Status& failure);
   Status TakeAnswer(Part& part, const Pending& p, Message& msg);
-  // Failover (part_failover.cc), with PS_REPLICATION >= 2. Keeps each part's message
-  // as sent.
+  // Keeps each part's message as planned, for failover (part_failover.cc, with
+  // PS_REPLICATION >= 2) and for sending its keys again (key caching).
   void KeepSentParts(Pending* p, const std::vector<Message>& messages);
   // Request `id` ends early with `status`: true when instead its parts whose server
   // died go again to their keys' new servers (posted to the customer's own thread).
@@ -203,7 +218,12 @@ class RequestPipeline {
   void Encode(const PipelineRequest& req, const Pending& p, std::vector<Message>* messages);
   // Which of policy_'s codecs (0: push, 1 + i: ranges[i]) a key uses.
   size_t CodecIndex(Key key) const;
-  // Sends; a part that cannot leave fails as if its server had answered the error.
+  // A request part's keys as they travel: a list id the server has (key caching), else
+  // a key frame where that is shorter (key encoding), else raw.
+  void PrepareKeys(Message* msg);
+  SentKeyLists* SentLists();  // made at the first call
+  // Prepares the part's keys, counts what it pushes, and sends; a part that cannot
+  // leave fails as if its server had answered the error.
   void SendPart(Message& msg);
   // Ends p: assembles and delivers a pull, runs the callback (here, or on the
   // customer's own thread when `run_callback_here` is false: the control loop runs no
@@ -253,6 +273,10 @@ class RequestPipeline {
   mutable std::mutex counters_mu_;
   Counters counters_;
   std::atomic<bool> chunking_{true};
+  std::atomic<bool> key_encoding_{true};
+  std::atomic<bool> key_caching_{true};
+  std::once_flag sent_lists_once_;
+  std::unique_ptr<SentKeyLists> sent_lists_;  // through SentLists()
   std::atomic<uint64_t> dropped_answers_{0};
   std::atomic<uint64_t> stale_answers_{0};
   LogLimiter failure_log_;

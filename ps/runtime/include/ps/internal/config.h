@@ -77,6 +77,15 @@ struct Config {
   // data channel itself, one thread hand-off fewer per answer (Van::ReceiveWhileWaiting);
   // 0 leaves all receiving to the receive thread.
   bool receive_in_wait = true;
+  // PS_KEY_ENCODING: 1 (default) sends sorted key lists of KV requests and answers as
+  // key frames (ps/internal/key_frame.h) where that is shorter; 0 sends keys raw.
+  bool key_encoding = true;
+  // PS_KEY_CACHE_BYTES: key caching (docs/pipeline.md): each server app keeps up to this
+  // many bytes of key lists its workers sent, and each worker remembers up to this many
+  // divided by the number of workers per server; a list sent again goes as its id. 0
+  // turns key caching off.
+  static constexpr uint64_t kDefaultKeyCacheBytes = uint64_t{8} << 20;
+  uint64_t key_cache_bytes = kDefaultKeyCacheBytes;
   static constexpr uint64_t kDefaultShmBytes = uint64_t{64} << 20;
   uint64_t shm_bytes = kDefaultShmBytes;
   // PS_IDLE_TRIM_MS: a node whose van has been idle (under 1 MiB of messages between

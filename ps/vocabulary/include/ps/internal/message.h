@@ -131,6 +131,18 @@ struct Meta {
   int first_server = -1;
   // ... and that part's index in the worker's request.
   int64_t first_part = -1;
+  // The keys frame is a key frame (ps/internal/key_frame.h); in a request also: the
+  // sender takes answers whose keys frame is one.
+  bool keys_encoded = false;
+  // Key caching (docs/pipeline.md), ids of key lists at their sender (0: none).
+  // key_list: the server keeps this request's keys under it. key_list_ref: the keys
+  // frame is empty, the keys are the list the server kept under it (an answer to such
+  // a request echoes it, with key_list_unknown when the list is not kept: send the keys).
+  uint64_t key_list = 0;
+  uint64_t key_list_ref = 0;
+  bool key_list_unknown = false;
+  // Answer: the keys frame is empty; the keys are those the request asked for, in order.
+  bool keys_as_asked = false;
   uint64_t sequence = 0;            // reliable delivery; 0 = not tracked
   uint64_t request_id = 0;          // 64-bit request id (answers echo it)
   uint64_t incarnation = 0;         // the requesting customer's incarnation (echoed)

@@ -126,6 +126,26 @@ inline T LoadLE(const char* p) {
 size_t VarintBytes(uint64_t v);
 char* StoreVarint(uint64_t v, char* p);
 
+// The shortest-form LEB128 varint at data[*pos..size): true with *v set and *pos moved
+// past it (so *pos <= size); false, changing neither, for any fault, which the caller
+// then names. Builds no Status: the hot paths call it once per index or key.
+inline bool ParseVarint(const char* data, size_t size, size_t* pos, uint64_t* v) {
+  const size_t start = *pos;
+  uint64_t result = 0;
+  for (size_t i = 0; i < kMaxVarintBytes && start + i < size; ++i) {
+    uint8_t byte = static_cast<uint8_t>(data[start + i]);
+    result |= static_cast<uint64_t>(byte & 0x7f) << (7 * i);
+    if (!(byte & 0x80)) {
+      if (i > 0 && byte == 0) return false;                    // not the shortest form
+      if (i == kMaxVarintBytes - 1 && byte > 1) return false;  // over 64 bits
+      *pos = start + i + 1;
+      *v = result;
+      return true;
+    }
+  }
+  return false;  // past the end, or an 11th byte
+}
+
 // The k distinct indices in [0, count) that a randomk frame with `draw_seed` covers, in
 // ascending order, replacing *indices. Part of the wire format: Floyd's sampling over a
 // SplitMix64 stream whose state starts at SplitMix64's output function of draw_seed, each

@@ -32,6 +32,10 @@ void AppendKVPairs(const KVPairs<Val>& kvs, Message* msg) {
   if (!kvs.lens.empty()) msg->AddData(kvs.lens);
 }
 
+// What ParseKVFrames and DecodeCompressedValues take as the number of keys when the
+// keys frame holds them (every message but an answer with meta.keys_as_asked).
+constexpr size_t kKeysFromFrame = SIZE_MAX;
+
 // The frames of a KV message, viewed without copying: keys, values as bytes, lens.
 struct KVFrames {
   SArray<Key> keys;
@@ -43,9 +47,11 @@ struct KVFrames {
 // checks keys are ascending and unique. `type` / `elem_size` are the value type the
 // receiver stores. Views the frames without copying. Returns InvalidArgument saying
 // what is wrong. (Non-template: the typed ParseKVPairs below and the worker's request
-// pipeline share it.)
+// pipeline share it.) An answer with meta.keys_as_asked has an empty keys frame: the
+// worker passes `expected_keys`, the count it asked for, to check the values against
+// (frames->keys is then empty).
 Status ParseKVFrames(const Message& msg, bool need_sorted, DataType type, size_t elem_size,
-                     KVFrames* frames);
+                     KVFrames* frames, size_t expected_keys = kKeysFromFrame);
 
 // A KV message whose values frame is a compressed frame (meta.compression != 0; see
 // ps/internal/codec_frame.h): validates the frame against the message (codec as the
@@ -54,8 +60,21 @@ Status ParseKVFrames(const Message& msg, bool need_sorted, DataType type, size_t
 // A frame of a few bytes may claim many values, so the decoded values may take at most
 // `max_decoded_bytes` (nodes pass PS_MAX_MESSAGE_BYTES: what a raw message may carry).
 // InvalidArgument saying what is wrong otherwise (the message is then unchanged).
-// A message without compression is left as it is.
-Status DecodeCompressedValues(Message* msg, uint64_t max_decoded_bytes);
+// A message without compression is left as it is. `expected_keys`: as for ParseKVFrames.
+Status DecodeCompressedValues(Message* msg, uint64_t max_decoded_bytes,
+                              size_t expected_keys = kKeysFromFrame);
+
+// Replaces the keys frame (frame 0) by its key frame (ps/internal/key_frame.h) and sets
+// meta.keys_encoded, when the keys ascend strictly and the frame is shorter; leaves the
+// message as it is otherwise.
+void EncodeKeysFrame(Message* msg);
+
+// A message whose meta says keys_encoded: replaces its key frame by the keys it
+// encodes, decoding at most `max_keys` (nodes pass what a raw message of
+// PS_MAX_MESSAGE_BYTES could carry), so that ParseKVFrames sees a plain message.
+// InvalidArgument saying what is wrong otherwise (the message is then unchanged). A
+// message without keys_encoded is left as it is.
+Status DecodeKeysFrame(Message* msg, uint64_t max_keys);
 
 // Replaces a float values frame (frame 1) by its fp16 frame and sets
 // meta.compression; for pull answers that asked for it (meta.pull_compression).

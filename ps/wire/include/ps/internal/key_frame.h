@@ -1,0 +1,63 @@
+// The wire format of an encoded key list: the keys frame of a KV message whose meta says
+// keys_encoded (docs/pipeline.md, "Keys on the wire"). Sorted key lists are mostly small
+// steps, often the same step again and again (a dense range, a strided layout), so a
+// frame carries the first key and then the steps, as LEB128 varints in their shortest
+// form (codec_frame.h), in whichever of two forms is shorter:
+//
+//   offset  size  field
+//   0       1     marker 0xA1: key frame format 1 (any other value is refused)
+//   1       1     form: 1 = steps, 2 = runs
+//   2       1-10  count varint: how many keys the frame decodes to
+//   ...     1-10  first key varint (absent when count is 0)
+//   steps   count - 1 varints: each key minus the one before, minus 1
+//   runs    pairs of varints (step - 1, repeat - 1): the next `repeat` keys each `step`
+//           after the one before; the repeats add up to count - 1
+//
+// Keys ascend strictly by construction (every step is at least 1); a step that would
+// pass 2^64 - 1, repeats that overshoot count - 1, a truncated or over-long varint, and
+// trailing bytes are refused. The decoder treats every byte as hostile: it never reads
+// outside the frame and allocates only after checking the count against its bound.
+//
+// Thread safety: every function here is pure; call from any thread.
+#ifndef PS_INTERNAL_KEY_FRAME_H_
+#define PS_INTERNAL_KEY_FRAME_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ps/base.h"
+#include "ps/sarray.h"
+#include "ps/status.h"
+
+namespace ps {
+
+constexpr uint8_t kKeyFrameMarker = 0xA1;
+enum class KeyForm : uint8_t { kSteps = 1, kRuns = 2 };
+
+// The frame keys[0..n) would take, and in which form; 0 when the keys do not ascend
+// strictly (they cannot be a key frame). One pass over the keys, writes nothing.
+struct KeyFramePlan {
+  size_t bytes = 0;
+  KeyForm form = KeyForm::kSteps;
+};
+KeyFramePlan PlanKeyFrame(const Key* keys, size_t n);
+
+// Whether keys[0..n) ascend by one constant step (a dense range, a strided layout):
+// their frame is one run, a few bytes whatever n. One pass, no branches per key.
+bool IsOneRun(const Key* keys, size_t n);
+
+// Encodes keys[0..n) into a fresh buffer that replaces *out when they ascend strictly
+// and the frame takes at most 4 bytes a key, half the raw size (a smaller gain does not
+// pay for encoding and decoding on a fast link; a list whose first 1024 keys take more
+// is not planned further); false, *out untouched, otherwise.
+bool EncodeKeyFrame(const Key* keys, size_t n, SArray<char>* out);
+
+// Decodes a whole frame into a fresh array that replaces *keys. A frame may claim at
+// most `max_keys` keys (a few bytes can claim billions: nodes pass what a raw message
+// of PS_MAX_MESSAGE_BYTES could carry). InvalidArgument saying what is wrong and at
+// which byte otherwise, *keys untouched.
+Status DecodeKeyFrame(const char* data, size_t size, uint64_t max_keys, SArray<Key>* keys);
+
+}  // namespace ps
+
+#endif  // PS_INTERNAL_KEY_FRAME_H_

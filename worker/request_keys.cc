@@ -1,0 +1,57 @@
+// RequestPipeline: keys on the wire (docs/pipeline.md, "Keys on the wire"). A part's
+// key list goes as the id of a list its server kept (key caching), else as a key frame
+// where that is shorter (key encoding), else raw.
+#include <algorithm>
+
+#include "ps/internal/key_frame.h"
+#include "ps/internal/kv_message.h"
+#include "ps/internal/postoffice.h"
+#include "ps/internal/request_pipeline.h"
+#include "request_parts.h"
+#include "sent_key_lists.h"
+
+namespace ps {
+
+SentKeyLists* RequestPipeline::SentLists() {
+  std::call_once(sent_lists_once_, [this] {
+    Postoffice* po = Postoffice::Get();
+    const uint64_t workers = static_cast<uint64_t>(std::max(1, po->num_workers()));
+    sent_lists_ = std::make_unique<SentKeyLists>(po->config().key_cache_bytes / workers);
+  });
+  return sent_lists_.get();
+}
+
+void RequestPipeline::PrepareKeys(Message* msg) {
+  if (!msg->meta.request || msg->data.empty() || msg->meta.data_type.empty() ||
+      msg->meta.data_type[0] != DataType::kUInt64 || msg->meta.key_list_ref) {
+    return;
+  }
+  const Config& config = Postoffice::Get()->config();
+  const SArray<Key> keys(msg->data[0]);
+  const bool encode = config.key_encoding && key_encoding_.load(std::memory_order_relaxed);
+  // A list that is one run travels in a few bytes as a key frame: an id gains nothing,
+  // and ps-lite's 10-million-key benchmark would pay a hash and a comparison for it.
+  const bool cache = config.key_cache_bytes != 0 &&
+                     key_caching_.load(std::memory_order_relaxed) &&
+                     keys.size() * sizeof(Key) >= kMinCachedListBytes &&
+                     !(encode && IsOneRun(keys.data(), keys.size()));
+  SentKeyLists::Use use;
+  if (cache) use = SentLists()->Lookup(Postoffice::IDtoRank(msg->meta.recipient), keys.data(),
+                                       keys.size());
+  if (!use.known) {
+    // Sent in full (as a key frame where that is shorter), kept under its id if it has one.
+    msg->meta.key_list = use.id;
+    if (encode) EncodeKeysFrame(msg);
+    return;
+  }
+  // The server has the list: an empty keys frame and its id. A pull keeps keys_encoded,
+  // which also asks for a key frame in the answer; a push's answer has no keys.
+  msg->meta.key_list_ref = use.id;
+  if (!msg->meta.pull) msg->meta.keys_encoded = false;
+  msg->data[0] = SArray<char>();
+  msg->meta.data_type[0] = DataType::kUInt64;
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  ++counters_.cached_key_lists;
+}
+
+}  // namespace ps
