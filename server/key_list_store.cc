@@ -18,20 +18,34 @@ bool KeyListStore::Find(const ListId& id, SArray<Key>* keys) {
   return true;
 }
 
+size_t KeyListStore::Cost(const SArray<Key>& keys) {
+  return keys.size() * sizeof(Key) + kEntryBytes;
+}
+
 void KeyListStore::Put(const ListId& id, const SArray<Key>& keys) {
-  const size_t bytes = keys.size() * sizeof(Key);
+  const size_t bytes = Cost(keys);
+  if (keys.size() < kMinKeys || bytes > max_bytes_) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_id_.find(id);
+    if (it != by_id_.end()) EraseLocked(it->second);
+    return;
+  }
+  SArray<Key> kept = keys;
+  if (keys.size() * sizeof(Key) < kCopyBelowBytes) {
+    kept = SArray<Key>();
+    kept.CopyFrom(keys.data(), keys.size());
+  }
   std::lock_guard<std::mutex> lock(mu_);
   auto it = by_id_.find(id);
   if (it != by_id_.end()) EraseLocked(it->second);
-  if (bytes > max_bytes_) return;
   while (bytes_ + bytes > max_bytes_ && !lru_.empty()) EraseLocked(std::prev(lru_.end()));
-  lru_.push_front(Entry{id, keys});
+  lru_.push_front(Entry{id, kept});
   by_id_[id] = lru_.begin();
   bytes_ += bytes;
 }
 
 void KeyListStore::EraseLocked(std::list<Entry>::iterator it) {
-  bytes_ -= it->keys.size() * sizeof(Key);
+  bytes_ -= Cost(it->keys);
   by_id_.erase(it->id);
   lru_.erase(it);
 }

@@ -144,8 +144,8 @@ Status EncodeMeta(const Message& msg, const ShmFields& shm, std::string* out) {
   p.set_sequence(m.sequence);
   p.set_request_id(m.request_id);
   p.set_incarnation(m.incarnation);
-  // Read only by the resend de-dup (messages with a sequence) and the join: 10 bytes
-  // fewer on every other message.
+  // Read only by the resend de-dup (messages with a sequence); control messages keep it,
+  // their bytes do not matter. 10 bytes fewer on every other message.
   if (m.sequence != 0 || !m.control.empty()) p.set_sender_incarnation(m.sender_incarnation);
   if (shm.has_offer) {
     auto* o = p.mutable_shm_offer();

@@ -21,7 +21,7 @@ SentKeyLists* RequestPipeline::SentLists() {
   return sent_lists_.get();
 }
 
-void RequestPipeline::PrepareKeys(Message* msg) {
+void RequestPipeline::PrepareKeys(Message* msg, bool by_list_id) {
   if (!msg->meta.request || msg->data.empty() || msg->meta.data_type.empty() ||
       msg->meta.data_type[0] != DataType::kUInt64 || msg->meta.key_list_ref) {
     return;
@@ -31,7 +31,7 @@ void RequestPipeline::PrepareKeys(Message* msg) {
   const bool encode = config.key_encoding && key_encoding_.load(std::memory_order_relaxed);
   // A list that is one run travels in a few bytes as a key frame: an id gains nothing,
   // and ps-lite's 10-million-key benchmark would pay a hash and a comparison for it.
-  const bool cache = config.key_cache_bytes != 0 &&
+  const bool cache = by_list_id && config.key_cache_bytes != 0 &&
                      key_caching_.load(std::memory_order_relaxed) &&
                      keys.size() * sizeof(Key) >= kMinCachedListBytes &&
                      !(encode && IsOneRun(keys.data(), keys.size()));
@@ -44,10 +44,11 @@ void RequestPipeline::PrepareKeys(Message* msg) {
     if (encode) EncodeKeysFrame(msg);
     return;
   }
-  // The server has the list: an empty keys frame and its id. A pull keeps keys_encoded,
-  // which also asks for a key frame in the answer; a push's answer has no keys.
+  // The server has the list: an empty keys frame and its id. A pull asks for a key frame
+  // in the answer (for a handle that answers with keys of its own); a push's answer has
+  // no keys.
   msg->meta.key_list_ref = use.id;
-  if (!msg->meta.pull) msg->meta.keys_encoded = false;
+  msg->meta.keys_encoded = encode && msg->meta.pull;
   msg->data[0] = SArray<char>();
   msg->meta.data_type[0] = DataType::kUInt64;
   std::lock_guard<std::mutex> lock(counters_mu_);

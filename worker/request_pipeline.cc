@@ -189,7 +189,12 @@ void RequestPipeline::Process(Message& msg) {
       std::lock_guard<std::mutex> lock(counters_mu_);
       ++counters_.key_lists_resent;
     }
-    SendPart(*again);
+    // Sending may block (a full send queue) and encoding costs a pass over the keys: not
+    // on the thread that receives. The keys go in full (no list id), so another thread
+    // that kept the list under a new id meanwhile cannot make this part miss again.
+    customer_->RunOnOwnThread([this, msg = std::move(*again)]() mutable {
+      SendPart(msg, /*by_list_id=*/false);
+    });
     return;
   }
   if (!done) return;
@@ -200,11 +205,11 @@ void RequestPipeline::Process(Message& msg) {
   }
 }
 
-void RequestPipeline::SendPart(Message& msg) {
+void RequestPipeline::SendPart(Message& msg, bool by_list_id) {
   Postoffice* po = Postoffice::Get();
   const bool push = msg.meta.request && msg.meta.push && msg.data.size() >= 2;
   const uint64_t raw_keys = push ? msg.data[0].size() : 0;
-  PrepareKeys(&msg);
+  PrepareKeys(&msg, by_list_id);
   if (push) {
     const uint64_t lens = msg.data.size() > 2 ? msg.data[2].size() : 0;
     std::lock_guard<std::mutex> lock(counters_mu_);

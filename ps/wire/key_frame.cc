@@ -92,8 +92,10 @@ bool EncodeKeyFrame(const Key* keys, size_t n, SArray<char>* out) {
   // A dense range or a strided layout needs no plan: one run, written at once.
   if (n >= 2 && IsOneRun(keys, n)) {
     const Key step = keys[1] - keys[0];
-    SArray<char> frame(2 + VarintLength(n) + VarintLength(keys[0]) + VarintLength(step - 1) +
-                       VarintLength(n - 2));
+    const size_t bytes = 2 + VarintLength(n) + VarintLength(keys[0]) + VarintLength(step - 1) +
+                         VarintLength(n - 2);
+    if (bytes > n * kMaxBytesPerKey) return false;  // a few large keys
+    SArray<char> frame(bytes);
     char* p = frame.data();
     *p++ = static_cast<char>(kKeyFrameMarker);
     *p++ = static_cast<char>(KeyForm::kRuns);

@@ -195,7 +195,7 @@ TEST(MetaCodec, DataMessageDecodesWithNoControlAndDefaultsKept) {
 }
 
 TEST(MetaCodec, TheProcessIncarnationTravelsOnlyWhereAReceiverReadsIt) {
-  // Read by the resend de-dup (messages with a sequence) and joins: 10 bytes fewer.
+  // Read by the resend de-dup (messages with a sequence): 10 bytes fewer elsewhere.
   Message data;
   data.meta.sender_incarnation = 0xfedcba0987654321ULL;
   data.meta.incarnation = 0x1234567890abcdefULL;

@@ -38,14 +38,26 @@ class KeyListStore {
     }
   };
 
-  // Keeps at most `max_bytes` of keys (8 bytes a key) in all; 0 keeps nothing.
+  // Workers name lists of at least this many keys; shorter ones are not kept (a
+  // request may ask, but only a faulty or hostile sender would).
+  static constexpr size_t kMinKeys = 3;
+  // What each kept list costs besides its keys (its entries in the list and the map),
+  // counted against the bound so that many tiny lists cannot outgrow it.
+  static constexpr size_t kEntryBytes = 128;
+  // Lists under this many bytes are copied when kept, so that a view does not pin the
+  // larger receive buffer the keys arrived in.
+  static constexpr size_t kCopyBelowBytes = size_t{64} << 10;
+
+  // Keeps at most `max_bytes` in all (8 bytes a key plus kEntryBytes a list); 0 keeps
+  // nothing.
   explicit KeyListStore(size_t max_bytes) : max_bytes_(max_bytes) {}
 
   // The list kept under `id` (a shared view, no copy), made the most recently used;
   // false when none is.
   bool Find(const ListId& id, SArray<Key>* keys);
-  // Keeps `keys` (shared, not copied) under `id`, replacing what was there, dropping
-  // the least recently used lists until it fits; a list over the bound is not kept.
+  // Keeps `keys` under `id` (shared; copied under kCopyBelowBytes), replacing what was
+  // there, dropping the least recently used lists until it fits; a list over the bound,
+  // or of fewer than kMinKeys keys, is not kept.
   void Put(const ListId& id, const SArray<Key>& keys);
 
   size_t bytes() const;
@@ -59,6 +71,7 @@ class KeyListStore {
     ListId id;
     SArray<Key> keys;
   };
+  static size_t Cost(const SArray<Key>& keys);
   void EraseLocked(std::list<Entry>::iterator it);
 
   const size_t max_bytes_;

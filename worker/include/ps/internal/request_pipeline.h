@@ -130,7 +130,8 @@ class RequestPipeline {
   std::vector<int> PushesInFlight();
 
   struct Counters {
-    uint64_t push_value_bytes = 0;  // value bytes of pushes as sent (encoded)
+    uint64_t push_value_bytes = 0;  // value bytes of pushes as sent (encoded; parts sent
+                                    // again after a failover or a miss count again)
     uint64_t push_raw_bytes = 0;    // the same values before encoding
     uint64_t push_key_bytes = 0;    // key and length bytes of pushes, as sent
     uint64_t push_raw_key_bytes = 0;  // the same before key encoding (8 bytes a key)
@@ -218,13 +219,15 @@ class RequestPipeline {
   void Encode(const PipelineRequest& req, const Pending& p, std::vector<Message>* messages);
   // Which of policy_'s codecs (0: push, 1 + i: ranges[i]) a key uses.
   size_t CodecIndex(Key key) const;
-  // A request part's keys as they travel: a list id the server has (key caching), else
-  // a key frame where that is shorter (key encoding), else raw.
-  void PrepareKeys(Message* msg);
+  // A request part's keys as they travel: a list id the server has (key caching, unless
+  // `by_list_id` is false), else a key frame where that is at most half the raw size
+  // (key encoding), else raw.
+  void PrepareKeys(Message* msg, bool by_list_id);
   SentKeyLists* SentLists();  // made at the first call
-  // Prepares the part's keys, counts what it pushes, and sends; a part that cannot
-  // leave fails as if its server had answered the error.
-  void SendPart(Message& msg);
+  // Prepares the part's keys, counts what it pushes (resends included), and sends; a
+  // part that cannot leave fails as if its server had answered the error. May block on
+  // a full send queue: never on the thread that receives.
+  void SendPart(Message& msg, bool by_list_id = true);
   // Ends p: assembles and delivers a pull, runs the callback (here, or on the
   // customer's own thread when `run_callback_here` is false: the control loop runs no
   // app code) and then Customer::FinishRequest, exactly once whatever the delivery or
