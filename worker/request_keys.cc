@@ -31,17 +31,20 @@ void RequestPipeline::PrepareKeys(Message* msg, bool by_list_id) {
   const bool encode = config.key_encoding && key_encoding_.load(std::memory_order_relaxed);
   // A list that is one run travels in a few bytes as a key frame: an id gains nothing,
   // and ps-lite's 10-million-key benchmark would pay a hash and a comparison for it.
+  // Asked once, and the answer handed to the encoder.
+  KeyShape shape = KeyShape::kUnknown;
+  if (encode) shape = IsOneRun(keys.data(), keys.size()) ? KeyShape::kOneRun : KeyShape::kNotOneRun;
   const bool cache = by_list_id && config.key_cache_bytes != 0 &&
                      key_caching_.load(std::memory_order_relaxed) &&
                      keys.size() * sizeof(Key) >= kMinCachedListBytes &&
-                     !(encode && IsOneRun(keys.data(), keys.size()));
+                     shape != KeyShape::kOneRun;
   SentKeyLists::Use use;
   if (cache) use = SentLists()->Lookup(Postoffice::IDtoRank(msg->meta.recipient), keys.data(),
                                        keys.size());
   if (!use.known) {
     // Sent in full (as a key frame where that is shorter), kept under its id if it has one.
     msg->meta.key_list = use.id;
-    if (encode) EncodeKeysFrame(msg);
+    if (encode) EncodeKeysFrame(msg, shape);
     return;
   }
   // The server has the list: an empty keys frame and its id. A pull asks for a key frame

@@ -82,15 +82,21 @@ bool IsOneRun(const Key* keys, size_t n) {
   // Ascending, and the last key within 64 bits: equal differences alone would also
   // hold for keys that wrap around.
   if (keys[1] <= keys[0] || step > (UINT64_MAX - keys[0]) / (n - 1)) return false;
-  // Differences from the step, or-ed together: no branch per key.
-  uint64_t off = 0;
-  for (size_t i = 2; i < n; ++i) off |= (keys[i] - keys[i - 1]) ^ step;
-  return off == 0;
+  // Differences from the step, or-ed together: no branch per key, one per block.
+  constexpr size_t kBlock = 1024;
+  for (size_t begin = 2; begin < n; begin += kBlock) {
+    const size_t end = begin + kBlock < n ? begin + kBlock : n;
+    uint64_t off = 0;
+    for (size_t i = begin; i < end; ++i) off |= (keys[i] - keys[i - 1]) ^ step;
+    if (off != 0) return false;
+  }
+  return true;
 }
 
-bool EncodeKeyFrame(const Key* keys, size_t n, SArray<char>* out) {
+bool EncodeKeyFrame(const Key* keys, size_t n, SArray<char>* out, KeyShape shape) {
   // A dense range or a strided layout needs no plan: one run, written at once.
-  if (n >= 2 && IsOneRun(keys, n)) {
+  const bool one_run = shape == KeyShape::kUnknown ? IsOneRun(keys, n) : shape == KeyShape::kOneRun;
+  if (n >= 2 && one_run) {
     const Key step = keys[1] - keys[0];
     const size_t bytes = 2 + VarintLength(n) + VarintLength(keys[0]) + VarintLength(step - 1) +
                          VarintLength(n - 2);

@@ -138,14 +138,14 @@ Status DecodeCompressedValues(Message* msg, uint64_t max_decoded_bytes, size_t e
   return Status::OK();
 }
 
-void EncodeKeysFrame(Message* msg) {
+void EncodeKeysFrame(Message* msg, KeyShape shape) {
   if (msg->data.empty() || msg->meta.data_type.empty() ||
       msg->meta.data_type[0] != DataType::kUInt64) {
     return;
   }
   const SArray<Key> keys(msg->data[0]);
   SArray<char> frame;
-  if (!EncodeKeyFrame(keys.data(), keys.size(), &frame)) return;
+  if (!EncodeKeyFrame(keys.data(), keys.size(), &frame, shape)) return;
   msg->data[0] = frame;
   msg->meta.data_type[0] = DataType::kChar;
   msg->meta.keys_encoded = true;

@@ -79,6 +79,26 @@ TEST(KeyFrame, OneRunIsAConstantStepOverTheWholeList) {
   EXPECT_FALSE(IsOneRun(falling.data(), 2));
 }
 
+TEST(KeyFrame, ARunBrokenAnywhereIsNoRunAndTheCallersAnswerGivesTheSameFrame) {
+  std::vector<Key> keys(5000);
+  for (size_t i = 0; i < keys.size(); ++i) keys[i] = 3 * i;
+  EXPECT_TRUE(IsOneRun(keys.data(), keys.size()));
+  for (size_t broken : {size_t{2}, size_t{1500}, size_t{4999}}) {
+    std::vector<Key> k = keys;
+    k[broken] += 1;
+    EXPECT_FALSE(IsOneRun(k.data(), k.size())) << broken;
+    SArray<char> asked, told;
+    ASSERT_TRUE(EncodeKeyFrame(k.data(), k.size(), &asked));
+    ASSERT_TRUE(EncodeKeyFrame(k.data(), k.size(), &told, KeyShape::kNotOneRun));
+    EXPECT_EQ(std::string(asked.data(), asked.size()), std::string(told.data(), told.size()));
+  }
+  SArray<char> asked, told;
+  ASSERT_TRUE(EncodeKeyFrame(keys.data(), keys.size(), &asked));
+  ASSERT_TRUE(EncodeKeyFrame(keys.data(), keys.size(), &told, KeyShape::kOneRun));
+  EXPECT_EQ(std::string(asked.data(), asked.size()), std::string(told.data(), told.size()));
+  EXPECT_LE(asked.size(), 8u);
+}
+
 TEST(KeyFrame, KeysAtBothEndsOfTheRangeRoundTrip) {
   std::vector<Key> keys = {0, 1, 2, 1ull << 40, UINT64_MAX - 2, UINT64_MAX};
   EXPECT_EQ(RoundTrip(keys), keys);

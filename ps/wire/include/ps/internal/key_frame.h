@@ -43,14 +43,21 @@ struct KeyFramePlan {
 KeyFramePlan PlanKeyFrame(const Key* keys, size_t n);
 
 // Whether keys[0..n) ascend by one constant step (a dense range, a strided layout):
-// their frame is one run, a few bytes whatever n. One pass, no branches per key.
+// their frame is one run, a few bytes whatever n. One pass without a branch per key,
+// stopping at the first block of 1024 keys that breaks the run.
 bool IsOneRun(const Key* keys, size_t n);
+
+// What a caller already knows of a key list: IsOneRun's answer, so that EncodeKeyFrame
+// does not ask again (a pass over the keys), or nothing. Anything but IsOneRun's answer
+// for these very keys makes a wrong frame.
+enum class KeyShape : uint8_t { kUnknown, kOneRun, kNotOneRun };
 
 // Encodes keys[0..n) into a fresh buffer that replaces *out when they ascend strictly
 // and the frame takes at most 4 bytes a key, half the raw size (a smaller gain does not
 // pay for encoding and decoding on a fast link; a list whose first 1024 keys take more
 // is not planned further); false, *out untouched, otherwise.
-bool EncodeKeyFrame(const Key* keys, size_t n, SArray<char>* out);
+bool EncodeKeyFrame(const Key* keys, size_t n, SArray<char>* out,
+                    KeyShape shape = KeyShape::kUnknown);
 
 // Decodes a whole frame into a fresh array that replaces *keys. A frame may claim at
 // most `max_keys` keys (a few bytes can claim billions: nodes pass what a raw message

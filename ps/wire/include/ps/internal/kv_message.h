@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ps/internal/key_frame.h"
 #include "ps/internal/message.h"
 #include "ps/kv_pairs.h"
 #include "ps/status.h"
@@ -66,8 +67,8 @@ Status DecodeCompressedValues(Message* msg, uint64_t max_decoded_bytes,
 
 // Replaces the keys frame (frame 0) by its key frame (ps/internal/key_frame.h) and sets
 // meta.keys_encoded, when the keys ascend strictly and the frame is shorter; leaves the
-// message as it is otherwise.
-void EncodeKeysFrame(Message* msg);
+// message as it is otherwise. `shape`: what the caller knows of the keys (key_frame.h).
+void EncodeKeysFrame(Message* msg, KeyShape shape = KeyShape::kUnknown);
 
 // A message whose meta says keys_encoded: replaces its key frame by the keys it
 // encodes, decoding at most `max_keys` (nodes pass what a raw message of
