@@ -94,10 +94,12 @@ bool IsOneRun(const Key* keys, size_t n) {
 }
 
 bool EncodeKeyFrame(const Key* keys, size_t n, SArray<char>* out, KeyShape shape) {
-  // A dense range or a strided layout needs no plan: one run, written at once.
+  // A dense range or a strided layout needs no plan: one run, written at once (unless
+  // so few keys that the steps form is as short: then the plan below picks it).
   const bool one_run = shape == KeyShape::kUnknown ? IsOneRun(keys, n) : shape == KeyShape::kOneRun;
-  if (n >= 2 && one_run) {
-    const Key step = keys[1] - keys[0];
+  const Key step = n >= 2 ? keys[1] - keys[0] : 0;
+  if (n >= 2 && one_run &&
+      (n - 1) * VarintLength(step - 1) > VarintLength(step - 1) + VarintLength(n - 2)) {
     const size_t bytes = 2 + VarintLength(n) + VarintLength(keys[0]) + VarintLength(step - 1) +
                          VarintLength(n - 2);
     if (bytes > n * kMaxBytesPerKey) return false;  // a few large keys

@@ -99,6 +99,16 @@ TEST(KeyFrame, ARunBrokenAnywhereIsNoRunAndTheCallersAnswerGivesTheSameFrame) {
   EXPECT_LE(asked.size(), 8u);
 }
 
+TEST(KeyFrame, TwoKeysTakeTheStepsFormWhichIsAByteShorterThanTheirRun) {
+  // 4736137 takes 4 bytes: steps 2 + 1 + 4 + 1 = 8, half the raw 16; a run would be 9.
+  std::vector<Key> keys = {4736137, 4736137 + 45};
+  SArray<char> frame;
+  ASSERT_TRUE(EncodeKeyFrame(keys.data(), keys.size(), &frame));
+  EXPECT_EQ(frame.size(), 8u);
+  EXPECT_EQ(static_cast<uint8_t>(frame[1]), static_cast<uint8_t>(KeyForm::kSteps));
+  EXPECT_EQ(RoundTrip(keys), keys);
+}
+
 TEST(KeyFrame, KeysAtBothEndsOfTheRangeRoundTrip) {
   std::vector<Key> keys = {0, 1, 2, 1ull << 40, UINT64_MAX - 2, UINT64_MAX};
   EXPECT_EQ(RoundTrip(keys), keys);
