@@ -11,7 +11,7 @@ namespace ps {
 namespace {
 
 // Segments this big or bigger are mapped, so that freeing one returns its pages at
-// once; malloc (tuned by PS_TUNE_MALLOC to keep freed memory) serves smaller ones.
+// once; malloc serves smaller ones.
 constexpr size_t kMapBytes = size_t{64} << 10;
 constexpr size_t kPageBytes = 4096;
 constexpr size_t kSpareAfter = 64;

@@ -46,24 +46,7 @@ void ShmLink::Plan(const Message& msg, bool room_for_offer, ShmSend* send, std::
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (phase_ == Phase::kUnoffered && room_for_offer) {
-      if (!ring_) {
-        std::unique_ptr<ShmRing> made;
-        Status s = ShmRing::Create(ring_bytes_, &made);
-        if (!s.ok()) {
-          phase_ = Phase::kRefused;
-          *error = "cannot make a shared-memory ring: " + s.message();
-          return;
-        }
-        ring_ = std::move(made);
-      }
-      send->link_ = shared_from_this();
-      send->fields_.has_offer = true;
-      send->fields_.offer.ring = ring_->id();
-      send->fields_.offer.pid = static_cast<int>(getpid());
-      send->fields_.offer.fd = ring_->fd();
-      send->fields_.offer.bytes = ring_->bytes();
-      send->fields_.offer.token = ring_->token();
-      phase_ = Phase::kOffering;
+      FillOffer(send, error);
       return;
     }
     if (phase_ != Phase::kAccepted) return;
@@ -95,6 +78,42 @@ void ShmLink::Plan(const Message& msg, bool room_for_offer, ShmSend* send, std::
     send->in_ring_.clear();
     send->fields_ = ShmFields();
   }
+}
+
+bool ShmLink::PlanOfferAlone(ShmSend* send, std::string* error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return phase_ == Phase::kUnoffered && FillOffer(send, error);
+}
+
+void ShmLink::Prefault(uint64_t bytes) {
+  std::shared_ptr<ShmRing> ring;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ring = ring_;
+  }
+  if (ring) ring->Prefault(bytes);
+}
+
+bool ShmLink::FillOffer(ShmSend* send, std::string* error) {
+  if (!ring_) {
+    std::unique_ptr<ShmRing> made;
+    Status s = ShmRing::Create(ring_bytes_, &made);
+    if (!s.ok()) {
+      phase_ = Phase::kRefused;
+      *error = "cannot make a shared-memory ring: " + s.message();
+      return false;
+    }
+    ring_ = std::move(made);
+  }
+  send->link_ = shared_from_this();
+  send->fields_.has_offer = true;
+  send->fields_.offer.ring = ring_->id();
+  send->fields_.offer.pid = static_cast<int>(getpid());
+  send->fields_.offer.fd = ring_->fd();
+  send->fields_.offer.bytes = ring_->bytes();
+  send->fields_.offer.token = ring_->token();
+  phase_ = Phase::kOffering;
+  return true;
 }
 
 bool ShmLink::AwaitRoom(ShmRing* ring, uint64_t length, ShmRing::Block* block) {

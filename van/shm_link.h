@@ -3,9 +3,12 @@
 // stands. ShmSend: what of one message goes through that ring. Thread-safe (ShmLink);
 // a ShmSend belongs to the thread sending its message. Internal to the van.
 //
-// Negotiation, lazily, with the first message that has a large frame:
+// Negotiation, lazily, with the first message that has a large frame: the offer goes
+// alone just ahead of it (PlanOfferAlone), and that message waits briefly for the
+// answer (ZmqVan::OfferRingAhead); a message larger than the size limit allows an
+// offer beside carries it itself.
 //
-//   kUnoffered --(a message carries the offer)--> kOffering --(it was sent)--> kOffered
+//   kUnoffered --(the offer is planned)--> kOffering --(it was sent)--> kOffered
 //   kOffered --(the peer's answer: accept)--> kAccepted   (frames go through the ring)
 //   kOffered --(the peer's answer: refuse)--> kRefused    (the socket, for good)
 //
@@ -79,6 +82,12 @@ class ShmLink : public std::enable_shared_from_this<ShmLink> {
   // the ring (kAccepted). A ring that cannot be made ends in kRefused, with the reason
   // in `*error`. Called without the link's socket lock: the copies happen here.
   void Plan(const Message& msg, bool room_for_offer, ShmSend* send, std::string* error);
+  // In kUnoffered: makes the ring and fills `send` with the offer alone (a message
+  // without data frames carries it); false in any other phase, or when the ring cannot
+  // be made (kRefused, the reason in `*error`).
+  bool PlanOfferAlone(ShmSend* send, std::string* error);
+  // ShmRing::Prefault of the ring, once made: for the first message's frames.
+  void Prefault(uint64_t bytes);
 
   // The peer's answer to an offer. False when it answers no offer of this link (stale
   // or forged: ignored). On a refusal `*reason` says why.
@@ -98,6 +107,9 @@ class ShmLink : public std::enable_shared_from_this<ShmLink> {
   static bool AwaitRoom(ShmRing* ring, uint64_t length, ShmRing::Block* block);
   void OfferSent();
   void OfferLost();
+  // Under mu_, in kUnoffered: the ring (made if need be) and its offer into `send`
+  // (kOffering); false with kRefused when the ring cannot be made.
+  bool FillOffer(ShmSend* send, std::string* error);
 
   const uint64_t ring_bytes_;
   const uint64_t min_frame_bytes_;

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <random>
@@ -149,6 +150,15 @@ void ShmRing::ReclaimLocked(bool take_stale_in_flight) {
     FreeExtentLocked(it->first, it->second.bytes);
     it = used_.erase(it);
   }
+}
+
+void ShmRing::Prefault(uint64_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+  const uint64_t length = std::min(bytes, bytes_);
+  if (length > 0) madvise(base_, length, MADV_POPULATE_WRITE);
+#else
+  (void)bytes;
+#endif
 }
 
 uint64_t ShmRing::ReleaseFreePages() {

@@ -188,6 +188,12 @@ class ZmqVan : public Van {
   // Decides what of `msg` goes through the data link's ring (ShmLink::Plan), first
   // reading the peer's answer to an offer if one is pending.
   void PlanShm(Link* link, const Message& msg, bool room_for_offer, ShmSend* send);
+  // Sends the link's ring offer alone, ahead of `msg` (the first message to the peer
+  // with a large frame), and waits up to VanOptions::zmq.shm_offer_wait_ms for the
+  // answer, so that `msg` itself can go through the ring: the first large message
+  // between two processes is often the largest of all (a model's first push). Without
+  // an answer in time, `msg` goes on the socket and the answer is read later.
+  void OfferRingAhead(Link* link, const Message& msg, const std::shared_ptr<ShmLink>& shm);
   // Reads the peer's answers to offers from a link's socket. Under link->mu.
   void ReadShmAnswers(Link* link);
   // On the data receive thread: answers an offer on the connection it came on.

@@ -155,6 +155,11 @@ ZmqVan::Received ZmqVan::ReceiveOne(Channel channel, Wait wait) {
       return Received::kMessage;
     }
     if (shm.has_offer) AnswerShmOffer(socket, msg.peer_identity, shm.offer);
+    if (shm.has_offer && frames.size() == 2) {
+      // An offer alone (ZmqVan::OfferRingAhead): the van's own business.
+      release_all();
+      return Received::kMessage;
+    }
     // The frames' real sizes, which the check above could not see.
     for (const ShmFrameRef& f : shm.frames) {
       total = f.length > SIZE_MAX - total ? SIZE_MAX : total + f.length;  // a peer's number

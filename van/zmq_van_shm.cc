@@ -7,9 +7,11 @@
 #include <netinet/in.h>
 #include <zmq.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -102,10 +104,56 @@ void ZmqVan::PlanShm(Link* link, const Message& msg, bool room_for_offer, ShmSen
     shm = link->shm;
     if (shm->phase() == ShmLink::Phase::kOffered) ReadShmAnswers(link);
   }
+  if (room_for_offer && shm->phase() == ShmLink::Phase::kUnoffered) {
+    OfferRingAhead(link, msg, shm);
+  }
   std::string error;
   shm->Plan(msg, room_for_offer, send, &error);
   if (!error.empty() && shm_log_.ShouldLog()) {
     LOG(WARNING) << error << "; large frames to " << link->endpoint << " go on the socket";
+  }
+}
+
+void ZmqVan::OfferRingAhead(Link* link, const Message& msg, const std::shared_ptr<ShmLink>& shm) {
+  ShmSend offer;
+  std::string error;
+  if (!shm->PlanOfferAlone(&offer, &error)) {
+    if (!error.empty() && shm_log_.ShouldLog()) {
+      LOG(WARNING) << error << "; large frames to " << link->endpoint << " go on the socket";
+    }
+    return;
+  }
+  // A message without data frames: the receiving van answers its offer and drops it.
+  Message alone;
+  alone.meta.sender = msg.meta.sender;
+  alone.meta.recipient = msg.meta.recipient;
+  std::string meta;
+  if (!EncodeMeta(alone, offer.fields(), &meta).ok()) return;  // the offer undoes itself
+  {
+    std::lock_guard<std::mutex> lock(link->mu);
+    if (!link->socket || link->shm != shm) return;
+    if (zmq_send(link->socket, meta.data(), meta.size(), ZMQ_DONTWAIT) < 0) return;
+    offer.Commit();
+  }
+  // While the peer maps the ring: the pages `msg` will take, made resident at once
+  // (the blocks are taken from the ring's start; 64 bytes of header each, and the ring's
+  // own 4 KiB). Only while they all fit: a frame that does not goes on the socket, and
+  // pages made resident for nothing would stay so.
+  uint64_t bytes = 4096;
+  for (const auto& frame : msg.data) {
+    if (frame.size() >= kShmMinFrameBytes) bytes += frame.size() + 128;
+  }
+  if (bytes <= options_.zmq.shm_bytes) shm->Prefault(bytes);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(options_.zmq.shm_offer_wait_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    {
+      std::lock_guard<std::mutex> lock(link->mu);
+      if (!link->socket || link->shm != shm) return;
+      ReadShmAnswers(link);
+    }
+    if (shm->phase() != ShmLink::Phase::kOffered) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 }
 

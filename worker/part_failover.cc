@@ -177,6 +177,7 @@ void RequestPipeline::Reroute(uint64_t id) {
         piece.server = groups[g].first;
         piece.first_server = p.parts[i].first_server;
         piece.first_part = p.parts[i].first_part;
+        if (p.pull) piece.asked = subset.keys;
         for (uint32_t k : groups[g].second) {
           piece.positions.push_back(p.parts[i].positions.empty() ? k : p.parts[i].positions[k]);
         }

@@ -21,6 +21,26 @@ SentKeyLists* RequestPipeline::SentLists() {
   return sent_lists_.get();
 }
 
+void RequestPipeline::EncodeBorrowedRuns(const PipelineRequest& req,
+                                         std::vector<Message>* messages) {
+  const Config& config = Postoffice::Get()->config();
+  // Failover splits a part by its raw keys (part_failover.cc): they stay raw there.
+  if (!config.key_encoding || !key_encoding_.load(std::memory_order_relaxed) ||
+      Postoffice::Get()->replication() >= 2) {
+    return;
+  }
+  for (Message& msg : *messages) {
+    const char* caller_keys = reinterpret_cast<const char*>(req.keys.data());
+    if (msg.data.empty() || msg.data[0].data() != caller_keys || msg.meta.data_type.empty() ||
+        msg.meta.data_type[0] != DataType::kUInt64) {
+      continue;
+    }
+    const SArray<Key> keys(msg.data[0]);
+    // Only one run: such a list never goes as a list id, so nothing needs it raw later.
+    if (IsOneRun(keys.data(), keys.size())) EncodeKeysFrame(&msg, KeyShape::kOneRun);
+  }
+}
+
 void RequestPipeline::PrepareKeys(Message* msg, bool by_list_id) {
   if (!msg->meta.request || msg->data.empty() || msg->meta.data_type.empty() ||
       msg->meta.data_type[0] != DataType::kUInt64 || msg->meta.key_list_ref) {

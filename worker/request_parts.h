@@ -58,6 +58,23 @@ inline void ScatterValues(const std::vector<uint32_t>& pos, size_t bytes, const 
   MoveValues<false>(pos, bytes, from, to);
 }
 
+// A copy of `from` in memory of its own.
+template <typename T>
+SArray<T> OwnedCopy(const SArray<T>& from) {
+  if (from.empty()) return {};
+  SArray<T> copy = NewLargeArray<T>(from.size());
+  std::memcpy(copy.data(), from.data(), from.size() * sizeof(T));
+  return copy;
+}
+
+// A request with borrowed arrays (PipelineRequest::borrowed) that is kept past Issue
+// (held for the chunk agreement): its own copies of them.
+void OwnRequestArrays(PipelineRequest* req);
+// The message data that are views of req's borrowed arrays replaced by copies (a
+// request sent to one server, chunks, a slicer's slices), so that nothing sent or kept
+// for sending again refers to the caller's arrays after Issue.
+void OwnBorrowedData(const PipelineRequest& req, std::vector<Message>* messages);
+
 // Key caching: the smallest key list (raw, 8 bytes a key) that goes as a list id once
 // its server has it. Shorter lists gain little from an id (a varint in the meta) and
 // would cost a hash and a lookup per part.
@@ -66,12 +83,17 @@ constexpr size_t kMinCachedListBytes = 24;
 // One message of a request and, for a pull, its answer.
 struct RequestPipeline::Part {
   int server = 0;                   // rank
-  std::vector<uint32_t> positions;  // of its keys in the request; empty: all, in order
+  // Of its keys in the request; empty: all, in order. A push's part of keys split by
+  // server has none either: nothing of its answer goes back to the request's order.
+  std::vector<uint32_t> positions;
   int32_t chunk = -1;               // the chunk it carries (positions holds its key)
   uint64_t chunk_offset = 0;        // the chunk's first value within the key
   uint64_t chunk_len = 0;           // values in the chunk
   bool answered = false;
   uint8_t key_resends = 0;  // times sent again with its keys (key caching)
+  // Pull: the keys it asked for, as planned (raw), which a server's answer with keys
+  // must repeat; empty for a part planned for a held request (Pending::keys then).
+  SArray<Key> asked;
   KVFrames answer;
   // With PS_REPLICATION >= 2, or when its keys may go as a list id: the message as
   // planned (keys raw), to send again to the replica that takes over if its server
@@ -99,12 +121,16 @@ struct RequestPipeline::Pending {
   bool push = false;
   bool pull = false;
   std::function<void()> callback;
+  size_t num_keys = 0;
+  // The request's keys; empty when it borrowed them (PipelineRequest::borrowed) and no
+  // key is chunked: a pull's parts then check their answers against Part::asked.
   SArray<Key> keys;
   std::vector<Part> parts;
   // Pull: the whole value length of each chunked key, by position (0: not chunked);
   // empty when no key is chunked.
   std::vector<uint64_t> chunked_len;
   SArray<char> sized_output;
+  std::function<SArray<char>(size_t)> output_of_size;  // PipelineRequest::output_of_size
   std::function<Status(const SArray<char>&, const SArray<int>&)> deliver;
   bool wants_lens = true;  // PipelineRequest::wants_lens
   Status status;

@@ -13,6 +13,7 @@
 #include "ps/internal/kv_message.h"
 #include "ps/internal/job_services.h"
 #include "ps/internal/membership.h"
+#include "ps/internal/key_frame.h"
 #include "ps/internal/postoffice.h"
 #include "request_parts.h"
 #include "sent_key_lists.h"
@@ -58,8 +59,8 @@ int RequestPipeline::Issue(PipelineRequest req, const char* what) {
   p->pull = req.pull;
   p->issued_at = std::chrono::steady_clock::now();
   NodeActivity::Get()->CountIssued(req.push, req.pull);
-  p->keys = req.keys;
   p->sized_output = req.sized_output;
+  p->output_of_size = std::move(req.output_of_size);
   p->deliver = std::move(req.deliver);
   p->wants_lens = req.wants_lens;
   // Chunks by the server app's one answer (chunk_agreement.cc): a request that would
@@ -67,13 +68,28 @@ int RequestPipeline::Issue(PipelineRequest req, const char* what) {
   const ChunkSupport support = chunk_support_.load(std::memory_order_acquire);
   std::vector<uint64_t> chunked;
   if (support != ChunkSupport::kWholeOnly) chunked = ChunkedLengths(req);
-  if (support == ChunkSupport::kAsking || (support == ChunkSupport::kUnknown && !chunked.empty())) {
-    return Hold(std::move(req), what, std::move(p), !chunked.empty());
+  const bool hold =
+      support == ChunkSupport::kAsking || (support == ChunkSupport::kUnknown && !chunked.empty());
+  if (hold) OwnRequestArrays(&req);  // planned later: the caller's arrays may have changed
+  // Borrowed keys are kept only to name a chunk's key: a pull's parts keep theirs.
+  p->num_keys = req.keys.size();
+  if (!req.borrowed) {
+    p->keys = req.keys;
+  } else if (!chunked.empty()) {
+    p->keys = OwnedCopy(req.keys);
   }
+  if (hold) return Hold(std::move(req), what, std::move(p), !chunked.empty());
   RememberChunkedLengths(req, chunked);
   std::vector<Message> messages;
   Plan(req, what, chunked, p.get(), &messages);
   if (req.push && compress_pushes_) Encode(req, *p, &messages);
+  if (req.borrowed && !req.pull) EncodeBorrowedRuns(req, &messages);
+  OwnBorrowedData(req, &messages);
+  if (req.pull) {
+    for (size_t i = 0; i < messages.size(); ++i) {
+      p->parts[i].asked = SArray<Key>(messages[i].data[0]);
+    }
+  }
 
   std::vector<int> server_ids;
   for (const Part& part : p->parts) {
@@ -208,7 +224,10 @@ void RequestPipeline::Process(Message& msg) {
 void RequestPipeline::SendPart(Message& msg, bool by_list_id) {
   Postoffice* po = Postoffice::Get();
   const bool push = msg.meta.request && msg.meta.push && msg.data.size() >= 2;
-  const uint64_t raw_keys = push ? msg.data[0].size() : 0;
+  uint64_t raw_keys = push ? msg.data[0].size() : 0;
+  if (push && msg.meta.keys_encoded) {  // encoded at Issue (EncodeBorrowedRuns)
+    raw_keys = KeyFrameCount(msg.data[0].data(), msg.data[0].size()) * sizeof(Key);
+  }
   PrepareKeys(&msg, by_list_id);
   if (push) {
     const uint64_t lens = msg.data.size() > 2 ? msg.data[2].size() : 0;
@@ -235,7 +254,7 @@ Status RequestPipeline::TakeAnswer(Part& part, const Pending& p, Message& msg) {
   Status s = DecodeKeysFrame(&msg, limit / sizeof(Key));
   if (!s.ok()) return s;
   const std::vector<uint32_t>& pos = part.positions;
-  const size_t expect = pos.empty() ? p.keys.size() : pos.size();
+  const size_t expect = pos.empty() ? p.num_keys : pos.size();
   if (msg.meta.compression != 0) {
     s = type_ == DataType::kFloat
             ? DecodeCompressedValues(&msg, limit,
@@ -254,7 +273,13 @@ Status RequestPipeline::TakeAnswer(Part& part, const Pending& p, Message& msg) {
     // The answer must be for exactly the keys this part asked for.
     const SArray<Key>& got = part.answer.keys;
     bool same = got.size() == expect;
-    for (size_t i = 0; same && i < expect; ++i) same = got[i] == p.keys[pos.empty() ? i : pos[i]];
+    if (same && part.asked.size() == expect) {
+      same = std::equal(got.begin(), got.end(), part.asked.begin());
+    } else if (same && !p.keys.empty()) {
+      for (size_t i = 0; same && i < expect; ++i) same = got[i] == p.keys[pos.empty() ? i : pos[i]];
+    } else {
+      same = false;  // nothing to check against: never expected
+    }
     if (!same) return Status::Internal("the server answered with keys other than those asked");
   }
   if (part.chunk >= 0 && part.answer.vals.size() != part.chunk_len * elem_size_) {
@@ -371,8 +396,14 @@ Status RequestPipeline::RunCallback(const std::function<void()>& callback, int t
                           what);
 }
 
+SArray<char> RequestPipeline::ResultBuffer(Pending& p, size_t bytes) {
+  if (p.sized_output.size() == bytes) return p.sized_output;
+  if (p.output_of_size) return p.output_of_size(bytes);
+  return RawBuffer(bytes);
+}
+
 bool RequestPipeline::AssembleSameWidth(Pending& p, SArray<char>* vals, SArray<int>* lens) {
-  const size_t n = p.keys.size();
+  const size_t n = p.num_keys;
   if (!p.chunked_len.empty()) return false;
   size_t width = 0, covered = 0;
   bool first = true;
@@ -390,7 +421,7 @@ bool RequestPipeline::AssembleSameWidth(Pending& p, SArray<char>* vals, SArray<i
   if (first || covered != n || width > static_cast<size_t>(INT32_MAX)) return false;
   const size_t bytes = width * elem_size_;
   const size_t total = n * bytes;
-  *vals = p.sized_output.size() == total ? p.sized_output : RawBuffer(total);
+  *vals = ResultBuffer(p, total);
   for (const Part& part : p.parts) {
     if (part.replaced) continue;
     ScatterValues(part.positions, bytes, part.answer.vals.data(), vals->data());
@@ -400,7 +431,7 @@ bool RequestPipeline::AssembleSameWidth(Pending& p, SArray<char>* vals, SArray<i
 }
 
 Status RequestPipeline::Assemble(Pending& p, SArray<char>* vals, SArray<int>* lens) {
-  const size_t n = p.keys.size();
+  const size_t n = p.num_keys;
   if (p.parts.empty()) return Status::OK();
   if (p.parts.size() == 1 && p.parts[0].positions.empty()) {
     // One server answered for every key, in order: its buffer is the result.
@@ -430,7 +461,9 @@ Status RequestPipeline::Assemble(Pending& p, SArray<char>* vals, SArray<int>* le
   std::vector<size_t> offsets(n + 1, 0);
   for (size_t i = 0; i < n; ++i) {
     if (key_lens[i] > static_cast<uint64_t>(INT32_MAX)) {
-      return Status::InvalidArgument("key " + std::to_string(p.keys[i]) + " holds " +
+      const std::string key =
+          p.keys.empty() ? "at " + std::to_string(i) : std::to_string(p.keys[i]);
+      return Status::InvalidArgument("key " + key + " holds " +
                                      std::to_string(key_lens[i]) +
                                      " values, more than one pull can return (2^31 - 1)");
     }
@@ -438,7 +471,7 @@ Status RequestPipeline::Assemble(Pending& p, SArray<char>* vals, SArray<int>* le
   }
   const size_t total = offsets[n] * elem_size_;
   // Write straight into the caller's array when it already has the right size.
-  *vals = p.sized_output.size() == total ? p.sized_output : RawBuffer(total);
+  *vals = ResultBuffer(p, total);
   for (const Part& part : p.parts) {
     if (part.replaced) continue;
     const KVFrames& a = part.answer;

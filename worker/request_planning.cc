@@ -14,6 +14,106 @@
 #include "request_parts.h"
 
 namespace ps {
+namespace {
+
+// One server's share of a push split by SplitPushByServer.
+struct ServerShare {
+  int server = 0;
+  SArray<Key> keys;
+  SArray<char> vals;
+};
+
+// Copies each key and its kBytes of values (bytes when kBytes is 0) to the next place
+// of its server's arrays.
+template <size_t kBytes>
+void CopyToServers(const uint16_t* server_of, const Key* keys, const char* vals, size_t n,
+                   size_t bytes, Key** key_at, char** val_at) {
+  const size_t step = kBytes ? kBytes : bytes;
+  for (size_t i = 0; i < n; ++i) {
+    const uint16_t s = server_of[i];
+    *key_at[s]++ = keys[i];
+    std::memcpy(val_at[s], vals + i * step, kBytes ? kBytes : bytes);
+    val_at[s] += step;
+  }
+}
+
+// A push of whole keys with `bytes` of values each, split by server in two passes over
+// the request: which server owns each key (ConsistentHashRing::ServersOf), then each
+// key and its values straight into its server's arrays. No positions are made: a
+// push's answer has no values to put back. Empty when one server owns every key,
+// whose rank goes to *only.
+std::vector<ServerShare> SplitPushByServer(const ConsistentHashRing& ring, int num_servers,
+                                           const SArray<Key>& keys, const SArray<char>& vals,
+                                           size_t bytes, int* only) {
+  const size_t n = keys.size();
+  SArray<uint16_t> server_of = NewLargeArray<uint16_t>(n);
+  ring.ServersOf(keys.data(), n, server_of.data());
+  std::vector<size_t> count(static_cast<size_t>(num_servers), 0);
+  for (size_t i = 0; i < n; ++i) ++count[server_of[i]];
+  std::vector<ServerShare> shares;
+  std::vector<Key*> key_at(count.size(), nullptr);
+  std::vector<char*> val_at(count.size(), nullptr);
+  for (size_t s = 0; s < count.size(); ++s) {
+    if (count[s] == n) {
+      *only = static_cast<int>(s);
+      return shares;
+    }
+    if (count[s] == 0) continue;
+    ServerShare share;
+    share.server = static_cast<int>(s);
+    share.keys = NewLargeArray<Key>(count[s]);
+    share.vals = RawBuffer(count[s] * bytes);
+    key_at[s] = share.keys.data();
+    val_at[s] = share.vals.data();
+    shares.push_back(std::move(share));
+  }
+  if (bytes == 4) {
+    CopyToServers<4>(server_of.data(), keys.data(), vals.data(), n, bytes, key_at.data(),
+                     val_at.data());
+  } else if (bytes == 8) {
+    CopyToServers<8>(server_of.data(), keys.data(), vals.data(), n, bytes, key_at.data(),
+                     val_at.data());
+  } else {
+    CopyToServers<0>(server_of.data(), keys.data(), vals.data(), n, bytes, key_at.data(),
+                     val_at.data());
+  }
+  return shares;
+}
+
+bool Within(const void* at, const void* base, size_t bytes) {
+  const uintptr_t p = reinterpret_cast<uintptr_t>(at), b = reinterpret_cast<uintptr_t>(base);
+  return bytes > 0 && p >= b && p < b + bytes;
+}
+
+}  // namespace
+
+void OwnRequestArrays(PipelineRequest* req) {
+  if (!req->borrowed) return;
+  req->keys = OwnedCopy(req->keys);
+  req->vals = OwnedCopy(req->vals);
+  req->lens = OwnedCopy(req->lens);
+  for (PipelineRequest::Slice& slice : req->slices) {
+    slice.keys = OwnedCopy(slice.keys);
+    slice.vals = OwnedCopy(slice.vals);
+    slice.lens = OwnedCopy(slice.lens);
+  }
+  req->borrowed = false;
+}
+
+void OwnBorrowedData(const PipelineRequest& req, std::vector<Message>* messages) {
+  if (!req.borrowed) return;
+  const size_t key_bytes = req.keys.size() * sizeof(Key);
+  const size_t lens_bytes = req.lens.size() * sizeof(int);
+  for (Message& msg : *messages) {
+    for (SArray<char>& data : msg.data) {
+      if (Within(data.data(), req.keys.data(), key_bytes) ||
+          Within(data.data(), req.vals.data(), req.vals.size()) ||
+          Within(data.data(), req.lens.data(), lens_bytes)) {
+        data = OwnedCopy(data);
+      }
+    }
+  }
+}
 
 uint64_t RequestPipeline::ChunkValues() const {
   uint64_t bytes = Postoffice::Get()->chunk_bytes();
@@ -155,6 +255,23 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
   // group's positions are allocated once at their size: which group each key goes
   // to, then the positions.
   const ConsistentHashRing& ring = po->ring();
+  if (req.push && !req.pull && !compress_pushes_ && chunked.empty() && offsets.empty() &&
+      num_servers > 1 && num_servers <= 65536) {
+    int only = -1;
+    std::vector<ServerShare> shares =
+        SplitPushByServer(ring, num_servers, req.keys, req.vals, width * elem_size_, &only);
+    if (shares.empty()) {  // one server owns every key: the caller's arrays as they are
+      Part part;
+      part.server = only;
+      add_part(std::move(part), req.keys, req.vals, req.lens, 0);
+    }
+    for (ServerShare& share : shares) {
+      Part part;
+      part.server = share.server;
+      add_part(std::move(part), share.keys, share.vals, {}, 0);
+    }
+    return;
+  }
   const size_t codecs = req.push && compress_pushes_ ? compressors_.size() : 1;
   const size_t groups = static_cast<size_t>(num_servers) * codecs;
   constexpr uint32_t kChunkedKey = UINT32_MAX;
@@ -162,6 +279,11 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
   if (groups > 1 || !chunked.empty()) group_of = NewLargeArray<uint32_t>(n);
   std::vector<size_t> group_size(groups, 0);
   if (group_of.empty()) group_size[0] = n;  // one group, every key whole
+  SArray<uint16_t> server_of;  // every key's server, from one call into the ring
+  if (groups > 1 && num_servers > 1 && num_servers <= 65536) {
+    server_of = NewLargeArray<uint16_t>(n);
+    ring.ServersOf(req.keys.data(), n, server_of.data());
+  }
   for (size_t i = 0; i < n && !group_of.empty(); ++i) {
     if (!chunked.empty() && chunked[i]) {
       group_of[i] = kChunkedKey;
@@ -172,7 +294,9 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
       ++group_size[0];
       continue;
     }
-    size_t group = num_servers == 1 ? 0 : static_cast<size_t>(ring.ServerOf(req.keys[i]));
+    size_t group = num_servers == 1       ? 0
+                   : !server_of.empty()   ? server_of[i]
+                                          : static_cast<size_t>(ring.ServerOf(req.keys[i]));
     if (codecs > 1) group = group * codecs + CodecIndex(req.keys[i]);
     group_of[i] = static_cast<uint32_t>(group);
     ++group_size[group];
@@ -197,7 +321,8 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
     for (size_t i = 0; i < n; ++i) {
       if (group_of[i] != kChunkedKey) whole[group_of[i]].push_back(static_cast<uint32_t>(i));
     }
-    group_of.clear();  // free it before the copies below
+    group_of.clear();  // free them before the copies below
+    server_of.clear();
     for (size_t g = 0; g < groups; ++g) {
       if (whole[g].empty()) continue;
       Part part;

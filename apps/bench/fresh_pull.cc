@@ -2,6 +2,15 @@
 // after a few large pushes; prints the median pull time and the worker's memory.
 //
 //   tracker/launch -n 1 -s 1 -- build/apps/fresh_pull [bytes [pulls [pushes]]]
+//   tracker/launch -n 1 -s 1 -- build/apps/fresh_pull sequence [rounds]
+//
+// `sequence` runs cells of pushes and then pulls of 64 B (windows 1, 8 and 64), 1 MiB
+// and 16 MiB (windows 1 and 8; a window is that many requests in flight, on keys
+// 1..window), in that order in one process, and prints each cell's requests/s and MB/s:
+// small requests many in flight, and how a node copes with large fresh buffers once
+// earlier cells have shaped its allocator's heap, which a lone cell does not show. Each
+// cell is `rounds` batches of `window` requests (default 10; 1 MiB cells 8 times as
+// many, 64 B cells 100 times). With several workers, each runs the sequence.
 //
 // It uses only ps-lite's API (ps/ps.h, KVWorker/KVServer with std::vector), so the same
 // source also builds against dmlc/ps-lite (docs/performance.md shows how) and the two
@@ -44,6 +53,59 @@ void FreshAnswer(const ps::KVMeta& meta, const ps::KVPairs<float>& data,
   server->Response(meta, res);
 }
 
+// One cell of the sequence: `rounds` batches of `window` requests of `bytes` each (a
+// push, or a pull answered from a fresh buffer), issued together and then waited for.
+// Returns requests/s, or -1 when a pull came back wrong.
+double RunCell(ps::KVWorker<float>* kv, bool push, size_t bytes, int window, int rounds) {
+  const size_t floats = bytes / sizeof(float);
+  std::vector<float> pushed(floats, 2.0f);
+  std::vector<std::vector<float>> out(static_cast<size_t>(window));
+  std::vector<int> ts(static_cast<size_t>(window));
+  bool wrong = false;
+  const auto begin = std::chrono::steady_clock::now();
+  for (int r = 0; r < rounds; ++r) {
+    for (int w = 0; w < window; ++w) {
+      std::vector<ps::Key> key{static_cast<ps::Key>(w + 1)};
+      out[w] = std::vector<float>();  // a fresh output each time, as an app's loop has
+      ts[w] = push ? kv->Push(key, pushed)
+                   : kv->Pull(key, &out[w], nullptr, static_cast<int>(bytes));
+    }
+    for (int w = 0; w < window; ++w) {
+      kv->Wait(ts[w]);
+      if (!push) wrong = wrong || out[w].size() != floats || out[w].back() != 1.0f;
+    }
+  }
+  const double s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  return wrong ? -1 : static_cast<double>(window) * rounds / s;
+}
+
+// The cells in order; 0, or 1 after a pull that came back wrong.
+int RunSequence(int rounds) {
+  ps::KVWorker<float> kv(0, 0);
+  for (size_t bytes : {size_t{64}, size_t{1} << 20, size_t{16} << 20}) {
+    const bool small = bytes < (size_t{1} << 20);
+    const int cell_rounds =
+        small ? rounds * 100 : bytes < (size_t{16} << 20) ? rounds * 8 : rounds;
+    const std::vector<int> windows =
+        small ? std::vector<int>{1, 8, 64} : std::vector<int>{1, 8};
+    for (int window : windows) {
+      for (bool push : {true, false}) {
+        double per_s = RunCell(&kv, push, bytes, window, cell_rounds);
+        if (per_s < 0) {
+          std::fprintf(stderr, "fresh_pull: a %zu-byte pull came back wrong\n", bytes);
+          return 1;
+        }
+        std::printf("fresh_pull: sequence %s %zu B window %d: %.0f requests/s, %.1f MB/s\n",
+                    push ? "push" : "pull", bytes, window, per_s, per_s * bytes / 1e6);
+        std::fflush(stdout);
+      }
+    }
+  }
+  std::printf("fresh_pull: worker rss after the sequence %.1f MiB\n", StatusMiB("VmRSS"));
+  return 0;
+}
+
 const char* Role() {
   return ps::IsWorker() ? "worker" : ps::IsServer() ? "server" : "scheduler";
 }
@@ -51,6 +113,13 @@ const char* Role() {
 }  // namespace
 
 int main(int argc, char* argv[]) {
+  const bool sequence = argc > 1 && std::string(argv[1]) == "sequence";
+  const int rounds = sequence && argc > 2 ? std::atoi(argv[2]) : 10;
+  if (sequence && (rounds < 1 || rounds > 100000)) {
+    std::fprintf(stderr, "usage: fresh_pull sequence [rounds, 1..100000]\n");
+    return 2;
+  }
+  if (sequence) argc = 1;  // the rest keeps its defaults
   long long bytes = argc > 1 ? std::atoll(argv[1]) : 16 << 20;
   int pulls = argc > 2 ? std::atoi(argv[2]) : 100;
   int pushes = argc > 3 ? std::atoi(argv[3]) : 20;
@@ -66,7 +135,9 @@ int main(int argc, char* argv[]) {
     server->set_request_handle(FreshAnswer);
   }
   int rc = 0;
-  if (ps::IsWorker() && ps::MyRank() == 0) {
+  if (sequence && ps::IsWorker()) {
+    rc = RunSequence(rounds);
+  } else if (ps::IsWorker() && ps::MyRank() == 0) {
     ps::KVWorker<float> kv(0, 0);
     std::vector<ps::Key> keys{1};
     std::vector<float> pushed(static_cast<size_t>(bytes) / sizeof(float), 2.0f);

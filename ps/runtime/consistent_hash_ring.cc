@@ -106,6 +106,32 @@ int ConsistentHashRing::ServerOfChunk(Key key, uint32_t chunk) const {
   return FirstLive(replicas);
 }
 
+void ConsistentHashRing::ServersOf(const Key* keys, size_t n, uint16_t* out) const {
+  if (!dead_.empty()) {
+    for (size_t i = 0; i < n; ++i) out[i] = static_cast<uint16_t>(ServerOf(keys[i]));
+    return;
+  }
+  if (placement_ == kRanges) {
+    const Key width = kMaxKey / static_cast<Key>(servers_.size());
+    const Key last = servers_.size() - 1;
+    for (size_t i = 0; i < n; ++i) {
+      out[i] = static_cast<uint16_t>(std::min<Key>(keys[i] / width, last));
+    }
+    return;
+  }
+  const std::pair<uint64_t, int>* points = points_.data();
+  const uint32_t* starts = bucket_start_.data();
+  const size_t count = points_.size();
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t h = Mix64(keys[i]);
+    const size_t b = static_cast<size_t>(h >> (64 - kBucketBits));
+    size_t at = starts[b];
+    const size_t end = starts[b + 1];
+    while (at < end && points[at].first < h) ++at;
+    out[i] = static_cast<uint16_t>(points[at == count ? 0 : at].second);
+  }
+}
+
 void ConsistentHashRing::ReplicasOf(Key key, int count, std::vector<int>* out) const {
   out->clear();
   const size_t want = std::min(static_cast<size_t>(std::max(count, 1)), servers_.size());

@@ -251,8 +251,8 @@ void Postoffice::TrimMemoryIfIdle() {
     return;
   }
   // The kept buffers speed up the next burst of large messages; an idle node gives
-  // them back (with PS_TUNE_MALLOC glibc keeps up to 1 GiB of free heap otherwise, and
-  // a shared-memory ring stays resident at its busiest).
+  // them back (glibc keeps freed heap, up to 1 GiB with PS_TUNE_MALLOC=1, and a
+  // shared-memory ring stays resident at its busiest).
   uint64_t ring_bytes = van_->ReleaseIdleMemory();
   const size_t kept_bytes = ReleaseLargeBuffers();
   malloc_trim(0);

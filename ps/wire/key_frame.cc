@@ -134,6 +134,13 @@ bool EncodeKeyFrame(const Key* keys, size_t n, SArray<char>* out, KeyShape shape
   return true;
 }
 
+uint64_t KeyFrameCount(const char* data, size_t size) {
+  if (size < 2 || static_cast<uint8_t>(data[0]) != kKeyFrameMarker) return 0;
+  size_t pos = 2;
+  uint64_t count = 0;
+  return ParseVarint(data, size, &pos, &count) ? count : 0;
+}
+
 Status DecodeKeyFrame(const char* data, size_t size, uint64_t max_keys, SArray<Key>* keys) {
   if (size < 2) {
     return Bad(0, "the frame has " + std::to_string(size) + " bytes, less than its header");

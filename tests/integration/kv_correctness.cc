@@ -7,6 +7,7 @@
 // are doubles holding integers, so sums are exact.
 #include <gflags/gflags.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -156,6 +157,37 @@ int RunWorker() {
            "pushpull: %s size %zu/%zu got %.1f want %.1f", s.ToString().c_str(), after.size(),
            add.size(), after.empty() ? -1.0 : after[0], scale * Base(keys[1], 0) + 1);
   }
+  // 10. Push and Pull of std::vectors read them during the call only: overwritten
+  // right after Push returns (one value per key, so the push is split by server
+  // straight from the vectors), the servers still get what was pushed; a pull's
+  // keys may go before it finishes. Keys of this worker's own.
+  {
+    std::mt19937_64 own_rng(777 + rank);
+    std::set<ps::Key> own_set;
+    while (own_set.size() < 3000) {
+      ps::Key k = own_rng();
+      if (!unique.count(k)) own_set.insert(k);
+    }
+    std::vector<ps::Key> own(own_set.begin(), own_set.end());
+    std::vector<double> pushed(own.size());
+    for (size_t i = 0; i < own.size(); ++i) pushed[i] = static_cast<double>(i + 1);
+    std::vector<ps::Key> keys_sent = own;
+    std::vector<double> vals_sent = pushed;
+    int t = kv.Push(keys_sent, vals_sent);
+    std::fill(keys_sent.begin(), keys_sent.end(), ps::Key{0});
+    std::fill(vals_sent.begin(), vals_sent.end(), -1.0);
+    s = kv.Wait(t);
+    EXPECT(s.ok(), "push of overwritten vectors: %s", s.ToString().c_str());
+    std::vector<double> back;
+    std::vector<ps::Key> keys_asked = own;
+    t = kv.Pull(keys_asked, &back);
+    keys_asked.clear();
+    keys_asked.shrink_to_fit();
+    s = kv.Wait(t);
+    EXPECT(s.ok() && back == pushed, "pull after overwritten vectors: %s, %zu values",
+           s.ToString().c_str(), back.size());
+  }
+
   EXPECT(kv.NumInFlight() == 0, "%zu requests still tracked", kv.NumInFlight());
   if (failures == 0) std::printf("worker %d: %zu keys correct\n", rank, keys.size());
   return failures ? 1 : 0;

@@ -561,9 +561,12 @@ TEST(Config, AnEmptyJobTokenLeavesTheJobOpen) {
 TEST(Config, MemoryKnobsDefaultAndAreRead) {
   Config c;
   ASSERT_TRUE(Load(RequiredEnv(), &c).ok());
-  EXPECT_TRUE(c.tune_malloc);
+  EXPECT_FALSE(c.tune_malloc) << "malloc is the host process's, unless asked";
   EXPECT_EQ(c.idle_trim_ms, 1000);
   Env env = RequiredEnv();
+  env["PS_TUNE_MALLOC"] = "1";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_TRUE(c.tune_malloc);
   env["PS_TUNE_MALLOC"] = "0";
   env["PS_IDLE_TRIM_MS"] = "250";
   ASSERT_TRUE(Load(env, &c).ok());

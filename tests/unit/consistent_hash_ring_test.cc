@@ -191,6 +191,26 @@ TEST(ConsistentHashRing, OwnersAreThoseOfThePlainBinarySearchOverThePoints) {
   }
 }
 
+TEST(ConsistentHashRing, ServersOfAWholeRequestAreEachKeysServerOf) {
+  std::mt19937_64 rng(12);
+  std::vector<Key> keys = {0, 1, 2, kMaxKey, kMaxKey - 1};
+  for (int i = 0; i < 20000; ++i) keys.push_back(rng());
+  const std::vector<int> ranks = {2, 0, 5, 1};
+  const std::vector<ConsistentHashRing> rings = {
+      ConsistentHashRing(ranks, 1), ConsistentHashRing(ranks, 128),
+      ConsistentHashRing::Ranges(3),
+      // Failed over: each key's first live replica.
+      ConsistentHashRing(ranks, 128).WithFailover(2, {5}),
+      ConsistentHashRing::Ranges(3).WithFailover(2, {0})};
+  for (size_t r = 0; r < rings.size(); ++r) {
+    std::vector<uint16_t> servers(keys.size(), 999);
+    rings[r].ServersOf(keys.data(), keys.size(), servers.data());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      ASSERT_EQ(servers[i], rings[r].ServerOf(keys[i])) << "ring " << r << ", key " << keys[i];
+    }
+  }
+}
+
 TEST(ConsistentHashRing, ReplicasAreTheOwnerThenTheNextDistinctServersOfTheRing) {
   ConsistentHashRing ring(5, kPoints);
   ConsistentHashRing without_owner_sets[5] = {

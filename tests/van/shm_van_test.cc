@@ -70,8 +70,8 @@ bool WaitUntil(F done, double seconds = 20) {
 }
 
 // Sends messages of `frames` from a to node 2 until a's van has sent one through shared
-// memory (the first carries the offer; the answer is read at a later send). Returns
-// how many it sent.
+// memory (the offer goes alone ahead of the first, which waits a little for the answer;
+// without it in time, a later send reads it). Returns how many it sent.
 int SendUntilShm(TestVan& a, const std::vector<std::pair<size_t, DataType>>& frames) {
   int sent = 0;
   bool ok = WaitUntil([&] {
@@ -119,6 +119,44 @@ TEST(ShmVan, LargeFramesTravelThroughSharedMemoryOnceThePeerAccepts) {
     EXPECT_EQ(sa.shm_fallback_frames, 0u);
     EXPECT_EQ(sb.dropped_messages, 0u);
   }
+}
+
+TEST(ShmVan, TheFirstLargeMessageTakesTheRingWhoseOfferWentAloneAheadOfIt) {
+  // The first message between two processes is often the largest (a model's first
+  // push): it waits for the answer to the offer sent just ahead of it (here as long as
+  // need be, so that a loaded machine cannot make it miss), and the offer alone is
+  // never delivered.
+  TestVan a([](VanOptions* o) { o->zmq.shm_offer_wait_ms = 20000; });
+  TestVan b;
+  a.Reach(2, b);
+  ASSERT_TRUE(a->Send(Frames(2, kMixed, 1), SendMode::kBlocking, Channel::kData).ok());
+  VanStats sa = a->stats();
+  EXPECT_EQ(sa.shm_accepted_rings, 1u);
+  EXPECT_EQ(sa.shm_sent_frames, 3u) << "the first message's large frames went in the ring";
+  EXPECT_EQ(sa.shm_fallback_frames, 0u);
+  const std::vector<std::pair<size_t, DataType>> small = {{100, DataType::kChar}};
+  ASSERT_TRUE(a->Send(Frames(2, small, 2), SendMode::kBlocking, Channel::kData).ok());
+  ASSERT_EQ(b.WaitFor(2), 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto got = b.Take();
+  ASSERT_EQ(got.size(), 2u) << "only the two messages sent arrive";
+  EXPECT_TRUE(Exact(got[0].first, kMixed));
+  EXPECT_TRUE(Exact(got[1].first, small));
+  EXPECT_EQ(b->stats().shm_received_frames, 3u);
+  EXPECT_EQ(b->stats().dropped_messages, 0u);
+}
+
+TEST(ShmVan, AFirstMessageWhoseOfferIsNotAnsweredInTimeTakesTheSocket) {
+  TestVan a([](VanOptions* o) { o->zmq.shm_offer_wait_ms = 0; });
+  TestVan b;
+  a.Reach(2, b);
+  ASSERT_TRUE(a->Send(Frames(2, kMixed, 1), SendMode::kBlocking, Channel::kData).ok());
+  EXPECT_EQ(a->stats().shm_sent_frames, 0u);
+  int sent = 1 + SendUntilShm(a, kMixed);
+  ASSERT_EQ(b.WaitFor(sent), static_cast<size_t>(sent));
+  for (auto& [msg, channel] : b.Take()) EXPECT_TRUE(Exact(msg, kMixed));
+  EXPECT_EQ(a->stats().shm_accepted_rings, 1u);
+  EXPECT_EQ(b->stats().dropped_messages, 0u);
 }
 
 TEST(ShmVan, AnAppKeepingEveryViewNeverFillsTheSendersRing) {

@@ -105,22 +105,27 @@ class KVWorker : public SimpleApp {
   // before anything is destroyed, so an answer being processed finishes first.
   virtual ~KVWorker() { customer_->Close(); }
 
-  // Pushes vals to keys (copied). lens[i] values belong to keys[i]; empty lens means
-  // vals.size()/keys.size() values per key.
+  // Pushes vals to keys (copied: the vectors may change or go once it returns). lens[i]
+  // values belong to keys[i]; empty lens means vals.size()/keys.size() values per key.
   int Push(const std::vector<Key>& keys, const std::vector<Val>& vals,
            const std::vector<int>& lens = {}, int cmd = 0, const Callback& cb = nullptr,
            int priority = 0) {
-    return ZPush(CopyOf(keys), CopyOf(vals), CopyOf(lens), cmd, cb, priority);
+    // Read during the call only: the pipeline copies what outlives it (once, into the
+    // parts, when the keys go to several servers).
+    return IssueRequest(true, false, ViewOf(keys), ViewOf(vals), ViewOf(lens), cmd, cb, priority,
+                        Sink(), /*borrowed=*/true);
   }
 
   // Pulls the values of keys into *vals (resized), and their lengths into *lens if
-  // given. Both must stay alive until the request finishes.
+  // given. Both must stay alive until the request finishes; keys may change or go once
+  // it returns.
   int Pull(const std::vector<Key>& keys, std::vector<Val>* vals, std::vector<int>* lens = nullptr,
            int cmd = 0, const Callback& cb = nullptr, int priority = 0) {
     Sink sink;
     sink.vec_vals = vals;
     sink.vec_lens = lens;
-    return IssueRequest(false, true, CopyOf(keys), {}, {}, cmd, cb, priority, sink);
+    return IssueRequest(false, true, ViewOf(keys), {}, {}, cmd, cb, priority, sink,
+                        /*borrowed=*/true);
   }
 
   // Push, then pull the values after the push was applied, in one round trip.
@@ -130,8 +135,8 @@ class KVWorker : public SimpleApp {
     Sink sink;
     sink.vec_vals = outs;
     sink.vec_lens = lens;
-    return IssueRequest(true, true, CopyOf(keys), CopyOf(vals), {}, cmd, cb, priority,
-                        sink);
+    return IssueRequest(true, true, ViewOf(keys), ViewOf(vals), {}, cmd, cb, priority, sink,
+                        /*borrowed=*/true);
   }
 
   // Zero-copy Push: keys/vals/lens are shared, not copied.
@@ -270,6 +275,12 @@ class KVWorker : public SimpleApp {
 
 
  private:
+  // A view of an app's vector, for a request that borrows it (read only, during the
+  // call: PipelineRequest::borrowed).
+  template <typename T>
+  static SArray<T> ViewOf(const std::vector<T>& v) {
+    return SArray<T>(const_cast<T*>(v.data()), v.size());
+  }
   // The request's own copy of an app's vector (the vector may change once the call
   // returns); a large one on huge pages (ps/internal/large_buffer.h).
   template <typename T>
@@ -290,7 +301,7 @@ class KVWorker : public SimpleApp {
 
   int IssueRequest(bool push, bool pull, const SArray<Key>& keys, const SArray<Val>& vals,
                    const SArray<int>& lens, int cmd, const Callback& cb, int priority,
-                   const Sink& sink) {
+                   const Sink& sink, bool borrowed = false) {
     static const char* kNames[] = {"", "Pull", "Push", "PushPull"};
     const char* what = kNames[(push ? 2 : 0) + (pull ? 1 : 0)];
     if (pull && !sink.wants_values()) throw Error(std::string(what) + ": no output array given");
@@ -302,12 +313,20 @@ class KVWorker : public SimpleApp {
     req.keys = keys;
     req.vals = SArray<char>(vals);
     req.lens = lens;
+    req.borrowed = borrowed;
     req.callback = cb;
     if (pull) {
       if (sink.sarray_vals && !sink.sarray_vals->empty()) {
         req.sized_output = SArray<char>(*sink.sarray_vals);
       }
       req.wants_lens = sink.sarray_lens || sink.vec_lens;
+      if (sink.vec_vals) {
+        std::vector<Val>* out = sink.vec_vals;
+        req.output_of_size = [out](size_t bytes) {
+          out->resize(bytes / sizeof(Val));
+          return SArray<char>(reinterpret_cast<char*>(out->data()), bytes);
+        };
+      }
       req.deliver = [sink](const SArray<char>& got, const SArray<int>& got_lens) {
         return Deliver(SArray<Val>(got), got_lens, sink);
       };
@@ -386,7 +405,10 @@ class KVWorker : public SimpleApp {
         if (!vals.empty()) std::memcpy(out.data(), vals.data(), vals.size() * sizeof(Val));
       }
     }
-    if (sink.vec_vals) sink.vec_vals->assign(vals.begin(), vals.end());
+    // Not when the result was put together in the vector itself (output_of_size).
+    if (sink.vec_vals && (vals.data() != sink.vec_vals->data() || vals.empty())) {
+      sink.vec_vals->assign(vals.begin(), vals.end());
+    }
     if (sink.sarray_lens) {
       if (sink.sarray_lens->empty()) {
         *sink.sarray_lens = lens;

@@ -60,6 +60,10 @@ struct VanOptions {
     // accepts them. docs/architecture.md, "Shared memory".
     bool shm = true;
     uint64_t shm_bytes = uint64_t{64} << 20;  // PS_SHM_BYTES: the size of each ring
+    // How long the first message with a large frame to a peer waits for the answer to
+    // the ring's offer, which goes alone just ahead of it; without an answer by then it
+    // goes on the socket (and later ones through the ring once the answer is in).
+    int shm_offer_wait_ms = 10;
   } zmq;
 };
 

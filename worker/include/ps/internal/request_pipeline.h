@@ -18,8 +18,10 @@
 //
 // Copies: the caller's arrays are sent as they are when one server owns every key and
 // nothing is chunked or encoded; a chunk's values are a view into the caller's array;
-// keys split over several servers are copied once into their parts. A pull writes each
-// answer once into the result (straight into the caller's array when it is sized).
+// keys split over several servers are copied once into their parts. Borrowed arrays
+// (PipelineRequest::borrowed) are copied where a message or a held request would
+// keep them. A pull writes each answer once into the result (straight into the
+// caller's array when it is sized, or into its std::vector).
 //
 // Thread safety: Issue may be called from several threads at once; Process runs on
 // the thread that receives the data channel (one at a time: the receive thread or a
@@ -58,10 +60,18 @@ struct PipelineRequest {
   SArray<Key> keys;
   SArray<char> vals;  // push: the values, as bytes
   SArray<int> lens;   // push: values per key; empty: the same number for every key
+  // keys, vals and lens are views of the caller's arrays, valid only during Issue
+  // (KVWorker::Push of std::vectors): Issue copies whatever outlives the call, so a
+  // request split over servers is copied once, into its parts.
+  bool borrowed = false;
   std::function<void()> callback;
   // Pull: the caller's output array when it already has a size (the result is written
   // into it; it must then hold exactly the values pulled), and where the result goes.
   SArray<char> sized_output;
+  // Pull into a std::vector: sizes the caller's array to `bytes` and returns a view of
+  // it, so that a result put together from several parts is written there once; null
+  // for other outputs.
+  std::function<SArray<char>(size_t bytes)> output_of_size;
   std::function<Status(const SArray<char>& vals, const SArray<int>& lens)> deliver;
   // Pull: whether deliver uses the lens; without, a pull of keys that all have the same
   // length makes none (10 million keys would cost a 40 MB array nobody reads).
@@ -223,6 +233,12 @@ class RequestPipeline {
   // `by_list_id` is false), else a key frame where that is at most half the raw size
   // (key encoding), else raw.
   void PrepareKeys(Message* msg, bool by_list_id);
+  // A borrowed push's parts whose keys are the caller's whole key list, one run
+  // (ps-lite's benchmark at one server): encoded now, a few bytes, instead of copied
+  // (PipelineRequest::borrowed) and then encoded at SendPart. Not with failover, which
+  // splits parts by their raw keys, nor for a pull, whose parts keep their raw keys to
+  // check answers against (Part::asked).
+  void EncodeBorrowedRuns(const PipelineRequest& req, std::vector<Message>* messages);
   SentKeyLists* SentLists();  // made at the first call
   // Prepares the part's keys, counts what it pushes (resends included), and sends; a
   // part that cannot leave fails as if its server had answered the error. May block on
@@ -237,6 +253,9 @@ class RequestPipeline {
   // naming what the callback threw when `status` is OK.
   Status RunCallback(const std::function<void()>& callback, int timestamp, const Status& status);
   Status Assemble(Pending& p, SArray<char>* vals, SArray<int>* lens);
+  // Where a pull's result of `bytes` is put together: the caller's sized array, the
+  // caller's vector sized to it (output_of_size), or a buffer of its own.
+  static SArray<char> ResultBuffer(Pending& p, size_t bytes);
   uint64_t ChunkValues() const;
 
   Customer* const customer_;

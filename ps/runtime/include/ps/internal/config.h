@@ -65,9 +65,11 @@ struct Config {
   // owner only). PS_SECURE=1 without a key, or a key without PS_SECURE, is an error.
   bool secure = false;                  // PS_SECURE
   std::string curve_secret_key;         // empty unless secure
-  // PS_TUNE_MALLOC: 1 (default) makes glibc keep large freed buffers for reuse while
-  // messages flow (see Postoffice::Start); 0 leaves malloc as the process configured it.
-  bool tune_malloc = true;
+  // PS_TUNE_MALLOC: 1 makes glibc keep large freed buffers for reuse while messages
+  // flow (see Postoffice::Start); 0 (default) leaves malloc as the process configured
+  // it: a library does not change its host's allocator unless asked. The runtime's own
+  // large buffers are reused without it (NewLargeBuffer).
+  bool tune_malloc = false;
   // PS_SHM: 1 (default) lets large data frames to nodes on this host travel through
   // shared memory (docs/architecture.md, "Shared memory"); 0 keeps everything on the
   // sockets. PS_SHM_BYTES: the size of each shared-memory ring (one per pair of

@@ -56,6 +56,10 @@ class ConsistentHashRing {
 
   // The rank of the server that owns `key`.
   int ServerOf(Key key) const;
+  // ServerOf of keys[0..n) into out[0..n): one call for a whole request, whose loop
+  // inlines the hash and the point lookup (a call per key costs as much as the lookup
+  // itself at 10 million keys). Every rank must be below 65536.
+  void ServersOf(const Key* keys, size_t n, uint16_t* out) const;
   // The rank of the server that owns chunk `chunk` of a value stored in chunks
   // (docs/pipeline.md): chunk 0 on the key's own server, chunk c on the c-th server
   // after it in rank order (wrapping around), so a large value's chunks spread evenly

@@ -59,6 +59,10 @@ enum class KeyShape : uint8_t { kUnknown, kOneRun, kNotOneRun };
 bool EncodeKeyFrame(const Key* keys, size_t n, SArray<char>* out,
                     KeyShape shape = KeyShape::kUnknown);
 
+// The count a frame claims (its header only, nothing decoded); 0 for a frame too short
+// or malformed to say.
+uint64_t KeyFrameCount(const char* data, size_t size);
+
 // Decodes a whole frame into a fresh array that replaces *keys. A frame may claim at
 // most `max_keys` keys (a few bytes can claim billions: nodes pass what a raw message
 // of PS_MAX_MESSAGE_BYTES could carry). InvalidArgument saying what is wrong and at
