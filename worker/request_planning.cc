@@ -250,11 +250,8 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
   if (req.push && !req.lens.empty()) offsets = ValueOffsets(req.lens.data(), n);
   if (req.pull) p->chunked_len = chunked;
 
-  // Whole keys: one part per server that owns some (and, with codecs per key range,
-  // per codec, so that each part is one frame of one codec). Two passes, so that each
-  // group's positions are allocated once at their size: which group each key goes
-  // to, then the positions.
   const ConsistentHashRing& ring = po->ring();
+  // A push of whole keys of one width without codecs: split straight into its parts.
   if (req.push && !req.pull && !compress_pushes_ && chunked.empty() && offsets.empty() &&
       num_servers > 1 && num_servers <= 65536) {
     int only = -1;
@@ -272,6 +269,10 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
     }
     return;
   }
+  // Whole keys otherwise: one part per server that owns some (and, with codecs per key
+  // range, per codec, so that each part is one frame of one codec). Two passes, so that
+  // each group's positions are allocated once at their size: which group each key goes
+  // to, then the positions.
   const size_t codecs = req.push && compress_pushes_ ? compressors_.size() : 1;
   const size_t groups = static_cast<size_t>(num_servers) * codecs;
   constexpr uint32_t kChunkedKey = UINT32_MAX;

@@ -53,7 +53,6 @@
 #include "ps/internal/job_services.h"
 #include "ps/internal/customer.h"
 #include "ps/internal/key_partition.h"
-#include "ps/internal/large_buffer.h"
 #include "ps/internal/postoffice.h"
 #include "ps/internal/request_pipeline.h"
 #include "ps/internal/server_restarts.h"
@@ -280,14 +279,6 @@ class KVWorker : public SimpleApp {
   template <typename T>
   static SArray<T> ViewOf(const std::vector<T>& v) {
     return SArray<T>(const_cast<T*>(v.data()), v.size());
-  }
-  // The request's own copy of an app's vector (the vector may change once the call
-  // returns); a large one on huge pages (ps/internal/large_buffer.h).
-  template <typename T>
-  static SArray<T> CopyOf(const std::vector<T>& v) {
-    SArray<T> copy = NewLargeArray<T>(v.size());
-    if (!v.empty()) std::memcpy(copy.data(), v.data(), v.size() * sizeof(T));
-    return copy;
   }
 
   // Where pulled values go.
