@@ -21,8 +21,17 @@ void ShmSend::Commit() {
 void ShmSend::Cancel() {
   if (!link_) return;
   if (fields_.has_offer) link_->OfferLost();
-  for (const ShmRing::Block& b : blocks_) ring_->Cancel(b);
+  std::vector<ShmRing::Block> lent;
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    if (lent_[i]) {
+      lent.push_back(blocks_[i]);  // its caller's buffer still: lent again, unpublished
+    } else {
+      ring_->Cancel(blocks_[i]);
+    }
+  }
+  if (!lent.empty()) link_->ReturnLoans(lent);
   blocks_.clear();
+  lent_.clear();
   in_ring_.clear();
   fields_ = ShmFields();
   bytes_ = 0;
@@ -43,6 +52,8 @@ void ShmLink::Plan(const Message& msg, bool room_for_offer, ShmSend* send, std::
   for (const auto& frame : msg.data) large = large || frame.size() >= min_frame_bytes_;
   if (!large) return;
   std::shared_ptr<ShmRing> ring;
+  std::vector<ShmRing::Block> loaned(msg.data.size());
+  std::vector<bool> is_loan(msg.data.size(), false);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (phase_ == Phase::kUnoffered && room_for_offer) {
@@ -51,6 +62,9 @@ void ShmLink::Plan(const Message& msg, bool room_for_offer, ShmSend* send, std::
     }
     if (phase_ != Phase::kAccepted) return;
     ring = ring_;
+    for (size_t i = 0; i < msg.data.size() && !loans_.empty(); ++i) {
+      is_loan[i] = TakeLoanLocked(msg.data[i], &loaned[i]);
+    }
   }
   send->link_ = shared_from_this();
   send->ring_ = ring;
@@ -59,15 +73,20 @@ void ShmLink::Plan(const Message& msg, bool room_for_offer, ShmSend* send, std::
   for (size_t i = 0; i < msg.data.size(); ++i) {
     const SArray<char>& frame = msg.data[i];
     if (frame.size() < min_frame_bytes_) continue;
-    ShmRing::Block block;
-    if (!ring->Allocate(frame.size(), &block) && !AwaitRoom(ring.get(), frame.size(), &block)) {
+    ShmRing::Block block = loaned[i];
+    if (is_loan[i]) {
+      // Written in place by the sender (Lend): nothing to copy.
+    } else if (ring->Allocate(frame.size(), &block) ||
+               AwaitRoom(ring.get(), frame.size(), &block)) {
+      // The one copy of this direction; the receiver reads it where it is.
+      std::memcpy(block.payload, frame.data(), frame.size());
+    } else {
       ++send->fallbacks_;
       continue;
     }
-    // The one copy of this direction; the receiver reads it where it is.
-    std::memcpy(block.payload, frame.data(), frame.size());
     ring->Publish(block);
     send->blocks_.push_back(block);
+    send->lent_.push_back(is_loan[i]);
     send->in_ring_[i] = true;
     send->bytes_ += frame.size();
     send->fields_.frames.push_back({static_cast<uint32_t>(i), block.offset, block.serial});
@@ -78,6 +97,49 @@ void ShmLink::Plan(const Message& msg, bool room_for_offer, ShmSend* send, std::
     send->in_ring_.clear();
     send->fields_ = ShmFields();
   }
+}
+
+SArray<char> ShmLink::Lend(uint64_t bytes) {
+  std::shared_ptr<ShmRing> ring;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (phase_ != Phase::kAccepted || bytes < min_frame_bytes_) return {};
+    ring = ring_;
+  }
+  ShmRing::Block block;
+  if (bytes > ring->max_payload() || !ring->Allocate(bytes, &block)) return {};
+  ring->PrefaultBlock(block);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    loans_.emplace(block.payload, block);
+  }
+  // The deleter keeps the link, and with it the ring's mapping, alive.
+  std::shared_ptr<ShmLink> self = shared_from_this();
+  return SArray<char>(block.payload, bytes, [self](char* payload) { self->EndLoan(payload); });
+}
+
+bool ShmLink::TakeLoanLocked(const SArray<char>& frame, ShmRing::Block* block) {
+  auto it = loans_.find(frame.data());
+  if (it == loans_.end() || it->second.length != frame.size()) return false;
+  *block = it->second;
+  loans_.erase(it);
+  return true;
+}
+
+void ShmLink::ReturnLoans(const std::vector<ShmRing::Block>& blocks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const ShmRing::Block& b : blocks) {
+    ring_->Unpublish(b);
+    loans_.emplace(b.payload, b);
+  }
+}
+
+void ShmLink::EndLoan(const char* payload) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = loans_.find(payload);
+  if (it == loans_.end()) return;  // a sent message took it: the receiver's now
+  ring_->Cancel(it->second);
+  loans_.erase(it);
 }
 
 bool ShmLink::PlanOfferAlone(ShmSend* send, std::string* error) {

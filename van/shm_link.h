@@ -16,13 +16,19 @@
 // sends a large frame there). Until kAccepted every frame travels on the socket, and so
 // does any frame the ring has no room for (after a short wait for blocks in flight to
 // come back, see AwaitRoom).
+//
+// Lent blocks (Lend): a sender that knows a message's frame sizes before it fills them
+// (a push split by server) writes them straight into ring blocks, which Plan then
+// publishes without the copy.
 #ifndef HERDPS_VAN_SHM_LINK_H_
 #define HERDPS_VAN_SHM_LINK_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ps/internal/message.h"
@@ -47,6 +53,10 @@ class ShmSend {
   bool carries(size_t index) const { return index < in_ring_.size() && in_ring_[index]; }
   const ShmLink* link() const { return link_.get(); }
   uint64_t frames() const { return blocks_.size(); }
+  // Of those, blocks the sender wrote in place (ShmLink::Lend).
+  uint64_t lent_frames() const {
+    return static_cast<uint64_t>(std::count(lent_.begin(), lent_.end(), true));
+  }
   uint64_t bytes() const { return bytes_; }
   // Large frames that went on the socket although the ring was accepted (no room).
   uint64_t fallbacks() const { return fallbacks_; }
@@ -62,6 +72,7 @@ class ShmSend {
   std::shared_ptr<ShmLink> link_;
   std::shared_ptr<ShmRing> ring_;
   std::vector<ShmRing::Block> blocks_;
+  std::vector<bool> lent_;  // per block: a lent one (ShmLink::Lend), written by its caller
   std::vector<bool> in_ring_;
   ShmFields fields_;
   uint64_t bytes_ = 0;
@@ -89,6 +100,15 @@ class ShmLink : public std::enable_shared_from_this<ShmLink> {
   // ShmRing::Prefault of the ring, once made: for the first message's frames.
   void Prefault(uint64_t bytes);
 
+  // In kAccepted: a block of `bytes` (at least the large-frame size) of the ring, its
+  // pages made resident, lent to a caller that fills it and sends it to this peer as
+  // one whole data frame, which Plan then publishes without a copy. Once a message
+  // carrying it is sent the block is the receiver's, and its memory may be taken again
+  // for later messages: the caller must neither read nor write the buffer after that
+  // (nor send it again). A buffer dropped without being sent gives its block back.
+  // Empty in any other phase or when the ring has no room now.
+  SArray<char> Lend(uint64_t bytes);
+
   // The peer's answer to an offer. False when it answers no offer of this link (stale
   // or forged: ignored). On a refusal `*reason` says why.
   bool OnAnswer(const ShmAnswerFields& answer, std::string* reason);
@@ -110,12 +130,21 @@ class ShmLink : public std::enable_shared_from_this<ShmLink> {
   // Under mu_, in kUnoffered: the ring (made if need be) and its offer into `send`
   // (kOffering); false with kRefused when the ring cannot be made.
   bool FillOffer(ShmSend* send, std::string* error);
+  // The loan whose buffer `frame` is, whole, taken out of loans_ for a message. Under mu_.
+  bool TakeLoanLocked(const SArray<char>& frame, ShmRing::Block* block);
+  // A message carrying lent blocks was not sent: they are lent again (ShmSend::Cancel).
+  void ReturnLoans(const std::vector<ShmRing::Block>& blocks);
+  // A lent buffer's last reference was dropped: its block back to the ring unless a
+  // message took it.
+  void EndLoan(const char* payload);
 
   const uint64_t ring_bytes_;
   const uint64_t min_frame_bytes_;
   mutable std::mutex mu_;  // guards phase_ and ring_
   Phase phase_ = Phase::kUnoffered;
   std::shared_ptr<ShmRing> ring_;
+  // Lent blocks no message has taken yet, by payload address. Under mu_.
+  std::unordered_map<const char*, ShmRing::Block> loans_;
 };
 
 }  // namespace ps

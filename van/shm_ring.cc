@@ -161,6 +161,16 @@ void ShmRing::Prefault(uint64_t bytes) {
 #endif
 }
 
+void ShmRing::PrefaultBlock(const Block& block) {
+#ifdef MADV_POPULATE_WRITE
+  const uint64_t begin = block.offset / kPageBytes * kPageBytes;
+  const uint64_t end = std::min(block.offset + shm::kBlockHeaderBytes + block.length, bytes_);
+  if (end > begin) madvise(base_ + begin, end - begin, MADV_POPULATE_WRITE);
+#else
+  (void)block;
+#endif
+}
+
 uint64_t ShmRing::ReleaseFreePages() {
   std::lock_guard<std::mutex> lock(mu_);
   ReclaimLocked(false);
@@ -210,6 +220,11 @@ void ShmRing::Publish(const Block& block) {
   auto it = used_.find(block.offset);
   if (it != used_.end()) it->second.published = std::chrono::steady_clock::now();
   shm::StoreState(HeaderAt(block.offset), shm::kInFlight);
+}
+
+void ShmRing::Unpublish(const Block& block) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (used_.count(block.offset)) shm::StoreState(HeaderAt(block.offset), shm::kWriting);
 }
 
 void ShmRing::Cancel(const Block& block) {

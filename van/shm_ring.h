@@ -64,6 +64,9 @@ class ShmRing {
   bool Allocate(uint64_t length, Block* block);
   // The payload is written: the block may be claimed by the peer (kInFlight).
   void Publish(const Block& block);
+  // A published block whose descriptor never left after all, back to kWriting: its
+  // writer keeps it for a later message (a lent block, ShmLink::Lend).
+  void Unpublish(const Block& block);
   // The block's descriptor never left (its message was not sent): free it again.
   void Cancel(const Block& block);
 
@@ -80,6 +83,8 @@ class ShmRing {
   // per 4 KiB as frames are copied in (a first large message would take ~15000 faults
   // per 64 MiB). Best effort: nothing happens where the kernel lacks the call.
   void Prefault(uint64_t bytes);
+  // The same for one block, header and payload.
+  void PrefaultBlock(const Block& block);
 
   // Bytes of blocks not yet back (written, in flight or held by the peer).
   uint64_t used_bytes() const;

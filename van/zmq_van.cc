@@ -258,6 +258,7 @@ VanStats ZmqVan::stats() const {
   s.push_requests = push_requests_.load();
   s.received_copied_bytes = received_copied_bytes_.load();
   s.shm_sent_frames = shm_sent_frames_.load();
+  s.shm_lent_frames = shm_lent_frames_.load();
   s.shm_sent_bytes = shm_sent_bytes_.load();
   s.shm_received_frames = shm_received_frames_.load();
   s.shm_received_bytes = shm_received_bytes_.load();

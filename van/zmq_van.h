@@ -55,6 +55,10 @@ class ZmqVan : public Van {
   void Stop() override;
   VanStats stats() const override;
   uint64_t ReleaseIdleMemory() override;
+  // Blocks of the link's shared-memory ring (ShmLink::Lend), offering it first (and
+  // waiting for the answer as for a first large message) if it was not yet.
+  std::vector<SArray<char>> LendSendBuffers(int sender, int recipient,
+                                            const std::vector<uint64_t>& sizes) override;
   // "shm" and "receive_in_wait".
   bool SetPath(const std::string& path, bool on) override;
   void AdmitIdentity(const std::string& identity) override { guard_.Admit(identity); }
@@ -77,6 +81,11 @@ class ZmqVan : public Van {
   // Bytes of meta one shared-memory descriptor may add (a receiver allows for them
   // when it checks the declared size of a message against PS_MAX_MESSAGE_BYTES).
   static constexpr uint64_t kShmDescriptorBytes = 32;
+  // How fast the socket carries large frames into a receiver's fresh buffers (about
+  // 0.4 GB/s measured on loopback on a small machine, page faults included): a first
+  // large message waits for the answer to its ring's offer at most as long as the
+  // socket would take for its frames (OfferRingAhead).
+  static constexpr uint64_t kFreshSocketBytesPerMs = 400 << 10;
   // The addresses of this host's interfaces, as text.
   static std::unordered_set<std::string> LocalAddresses();
 
@@ -189,11 +198,15 @@ class ZmqVan : public Van {
   // reading the peer's answer to an offer if one is pending.
   void PlanShm(Link* link, const Message& msg, bool room_for_offer, ShmSend* send);
   // Sends the link's ring offer alone, ahead of `msg` (the first message to the peer
-  // with a large frame), and waits up to VanOptions::zmq.shm_offer_wait_ms for the
-  // answer, so that `msg` itself can go through the ring: the first large message
-  // between two processes is often the largest of all (a model's first push). Without
-  // an answer in time, `msg` goes on the socket and the answer is read later.
-  void OfferRingAhead(Link* link, const Message& msg, const std::shared_ptr<ShmLink>& shm);
+  // with a large frame), and waits for the answer (VanOptions::zmq.shm_offer_wait_ms,
+  // longer for a larger message), so that `msg` itself can go through the ring: the
+  // first large message between two processes is often the largest of all (a model's
+  // first push). Without an answer in time, `msg` goes on the socket and the answer is
+  // read later.
+  // `bytes`: what the frames will take of the ring (their pages are made resident
+  // first when `prefault`).
+  void OfferRingAhead(Link* link, int sender, int recipient, uint64_t bytes, bool prefault,
+                      const std::shared_ptr<ShmLink>& shm);
   // Reads the peer's answers to offers from a link's socket. Under link->mu.
   void ReadShmAnswers(Link* link);
   // On the data receive thread: answers an offer on the connection it came on.
@@ -251,7 +264,8 @@ class ZmqVan : public Van {
   std::unordered_set<std::string> local_hosts_;  // this host's addresses; set by Start
   ShmReceiver shm_receiver_;  // used by the data ROUTER's holder (Stop clears it after)
   LogLimiter shm_log_;
-  std::atomic<uint64_t> shm_sent_frames_{0}, shm_sent_bytes_{0}, shm_received_frames_{0},
+  std::atomic<uint64_t> shm_sent_frames_{0}, shm_lent_frames_{0}, shm_sent_bytes_{0},
+      shm_received_frames_{0},
       shm_received_bytes_{0}, shm_fallback_frames_{0}, shm_copied_bytes_{0},
       shm_accepted_rings_{0}, shm_refused_rings_{0};
 };

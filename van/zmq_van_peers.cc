@@ -258,6 +258,7 @@ Status ZmqVan::Send(const Message& msg, SendMode mode, Channel channel) {
   }
   if (!shm.empty()) {
     shm_sent_frames_.fetch_add(shm.frames(), std::memory_order_relaxed);
+    shm_lent_frames_.fetch_add(shm.lent_frames(), std::memory_order_relaxed);
     shm_sent_bytes_.fetch_add(shm.bytes(), std::memory_order_relaxed);
     shm.Commit();
   }

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <zmq.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -105,7 +106,13 @@ void ZmqVan::PlanShm(Link* link, const Message& msg, bool room_for_offer, ShmSen
     if (shm->phase() == ShmLink::Phase::kOffered) ReadShmAnswers(link);
   }
   if (room_for_offer && shm->phase() == ShmLink::Phase::kUnoffered) {
-    OfferRingAhead(link, msg, shm);
+    // The pages the frames will take (the blocks are taken from the ring's start; 64
+    // bytes of header each, and the ring's own 4 KiB).
+    uint64_t bytes = 4096;
+    for (const auto& frame : msg.data) {
+      if (frame.size() >= kShmMinFrameBytes) bytes += frame.size() + 128;
+    }
+    OfferRingAhead(link, msg.meta.sender, msg.meta.recipient, bytes, /*prefault=*/true, shm);
   }
   std::string error;
   shm->Plan(msg, room_for_offer, send, &error);
@@ -114,7 +121,35 @@ void ZmqVan::PlanShm(Link* link, const Message& msg, bool room_for_offer, ShmSen
   }
 }
 
-void ZmqVan::OfferRingAhead(Link* link, const Message& msg, const std::shared_ptr<ShmLink>& shm) {
+std::vector<SArray<char>> ZmqVan::LendSendBuffers(int sender, int recipient,
+                                                  const std::vector<uint64_t>& sizes) {
+  std::vector<SArray<char>> lent(sizes.size());
+  uint64_t bytes = 4096;
+  for (uint64_t size : sizes) bytes += size >= kShmMinFrameBytes ? size + 128 : 0;
+  if (!shm_on_.load(std::memory_order_relaxed) || bytes == 4096) return lent;
+  std::shared_ptr<Peer> peer = FindPeer(recipient);
+  if (!peer) return lent;
+  Link* link = &peer->links[static_cast<int>(Channel::kData)];
+  std::shared_ptr<ShmLink> shm;
+  {
+    std::lock_guard<std::mutex> lock(link->mu);
+    if (!link->shm_possible || !link->socket) return lent;
+    if (!link->shm) link->shm = std::make_shared<ShmLink>(options_.zmq.shm_bytes, kShmMinFrameBytes);
+    shm = link->shm;
+    if (shm->phase() == ShmLink::Phase::kOffered) ReadShmAnswers(link);
+  }
+  // Lend pages each block itself (only the blocks it hands out are touched).
+  if (shm->phase() == ShmLink::Phase::kUnoffered) {
+    OfferRingAhead(link, sender, recipient, bytes, /*prefault=*/false, shm);
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] >= kShmMinFrameBytes) lent[i] = shm->Lend(sizes[i]);
+  }
+  return lent;
+}
+
+void ZmqVan::OfferRingAhead(Link* link, int sender, int recipient, uint64_t bytes, bool prefault,
+                            const std::shared_ptr<ShmLink>& shm) {
   ShmSend offer;
   std::string error;
   if (!shm->PlanOfferAlone(&offer, &error)) {
@@ -125,8 +160,8 @@ void ZmqVan::OfferRingAhead(Link* link, const Message& msg, const std::shared_pt
   }
   // A message without data frames: the receiving van answers its offer and drops it.
   Message alone;
-  alone.meta.sender = msg.meta.sender;
-  alone.meta.recipient = msg.meta.recipient;
+  alone.meta.sender = sender;
+  alone.meta.recipient = recipient;
   std::string meta;
   if (!EncodeMeta(alone, offer.fields(), &meta).ok()) return;  // the offer undoes itself
   {
@@ -135,17 +170,19 @@ void ZmqVan::OfferRingAhead(Link* link, const Message& msg, const std::shared_pt
     if (zmq_send(link->socket, meta.data(), meta.size(), ZMQ_DONTWAIT) < 0) return;
     offer.Commit();
   }
-  // While the peer maps the ring: the pages `msg` will take, made resident at once
-  // (the blocks are taken from the ring's start; 64 bytes of header each, and the ring's
-  // own 4 KiB). Only while they all fit: a frame that does not goes on the socket, and
-  // pages made resident for nothing would stay so.
-  uint64_t bytes = 4096;
-  for (const auto& frame : msg.data) {
-    if (frame.size() >= kShmMinFrameBytes) bytes += frame.size() + 128;
+  // While the peer maps the ring: the pages the frames will take, made resident at
+  // once. Only while they all fit: a frame that does not goes on the socket, and pages
+  // made resident for nothing would stay so.
+  if (prefault && bytes <= options_.zmq.shm_bytes) shm->Prefault(bytes);
+  // A receiver busy with another peer's large message answers late (two workers'
+  // first pushes to one server): a message whose frames would take longer on the
+  // socket waits as long as the socket would take, which it then never exceeds.
+  int64_t wait_ms = options_.zmq.shm_offer_wait_ms;
+  if (wait_ms > 0) {
+    const uint64_t in_ring = std::min<uint64_t>(bytes, options_.zmq.shm_bytes);
+    wait_ms = std::max<int64_t>(wait_ms, static_cast<int64_t>(in_ring / kFreshSocketBytesPerMs));
   }
-  if (bytes <= options_.zmq.shm_bytes) shm->Prefault(bytes);
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(options_.zmq.shm_offer_wait_ms);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
   while (std::chrono::steady_clock::now() < deadline) {
     {
       std::lock_guard<std::mutex> lock(link->mu);

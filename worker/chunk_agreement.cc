@@ -176,6 +176,7 @@ void RequestPipeline::LaunchHeldRequest(uint64_t id, ChunkSupport answer, const 
     Stamp(req, planned, timestamp, id, held->clock, &messages);
     KeepSentParts(&planned, messages);
   }
+  const std::vector<KeyForm> forms = KeyFormsOf(planned.parts);  // before they move
   std::unique_ptr<Pending> done;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -197,7 +198,7 @@ void RequestPipeline::LaunchHeldRequest(uint64_t id, ChunkSupport answer, const 
     Finish(*done, /*run_callback_here=*/true);
     return;
   }
-  for (Message& msg : messages) SendPart(msg);
+  for (size_t i = 0; i < messages.size(); ++i) SendPart(messages[i], forms[i]);
 }
 
 }  // namespace ps

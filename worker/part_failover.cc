@@ -60,15 +60,9 @@ Subset Pick(const Message& sent, const std::vector<uint32_t>& picks, size_t elem
 }  // namespace
 
 void RequestPipeline::KeepSentParts(Pending* p, const std::vector<Message>& messages) {
-  Postoffice* po = Postoffice::Get();
-  const bool failover = po->replication() >= 2;
-  const bool caching = po->config().key_cache_bytes > 0 && key_caching_.load();
-  if (!failover && !caching) return;
   for (size_t i = 0; i < messages.size() && i < p->parts.size(); ++i) {
     const Message& m = messages[i];
-    if (!failover && (m.data.empty() || m.data[0].size() < kMinCachedListBytes)) {
-      continue;  // too short to go as a list id: never sent again
-    }
+    if (!KeepsSentPart(m.data.empty() ? 0 : m.data[0].size())) continue;  // never sent again
     p->parts[i].sent = std::make_unique<Message>(messages[i]);
     p->parts[i].first_server = p->parts[i].server;
     p->parts[i].first_part = static_cast<int64_t>(i);

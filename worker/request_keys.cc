@@ -41,9 +41,28 @@ void RequestPipeline::EncodeBorrowedRuns(const PipelineRequest& req,
   }
 }
 
-void RequestPipeline::PrepareKeys(Message* msg, bool by_list_id) {
+std::vector<RequestPipeline::KeyForm> RequestPipeline::KeyFormsOf(
+    const std::vector<Part>& parts) {
+  std::vector<KeyForm> forms;
+  forms.reserve(parts.size());
+  for (const Part& part : parts) {
+    forms.push_back(part.keys_lent ? KeyForm::kAsTheyAre : KeyForm::kShortest);
+  }
+  return forms;
+}
+
+bool RequestPipeline::KeepsSentPart(uint64_t key_bytes) {
+  Postoffice* po = Postoffice::Get();
+  if (po->replication() >= 2) return true;  // failover sends it again
+  const bool caching = po->config().key_cache_bytes > 0 && key_caching_.load();
+  // A list over the cache's bound never goes as an id (SentKeyLists::Lookup).
+  return caching && key_bytes >= kMinCachedListBytes && key_bytes <= SentLists()->max_bytes();
+}
+
+void RequestPipeline::PrepareKeys(Message* msg, KeyForm form) {
   if (!msg->meta.request || msg->data.empty() || msg->meta.data_type.empty() ||
-      msg->meta.data_type[0] != DataType::kUInt64 || msg->meta.key_list_ref) {
+      msg->meta.data_type[0] != DataType::kUInt64 || msg->meta.key_list_ref ||
+      form == KeyForm::kAsTheyAre) {
     return;
   }
   const Config& config = Postoffice::Get()->config();
@@ -54,7 +73,7 @@ void RequestPipeline::PrepareKeys(Message* msg, bool by_list_id) {
   // Asked once, and the answer handed to the encoder.
   KeyShape shape = KeyShape::kUnknown;
   if (encode) shape = IsOneRun(keys.data(), keys.size()) ? KeyShape::kOneRun : KeyShape::kNotOneRun;
-  const bool cache = by_list_id && config.key_cache_bytes != 0 &&
+  const bool cache = form == KeyForm::kShortest && config.key_cache_bytes != 0 &&
                      key_caching_.load(std::memory_order_relaxed) &&
                      keys.size() * sizeof(Key) >= kMinCachedListBytes &&
                      shape != KeyShape::kOneRun;

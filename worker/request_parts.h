@@ -87,6 +87,7 @@ struct RequestPipeline::Part {
   // server has none either: nothing of its answer goes back to the request's order.
   std::vector<uint32_t> positions;
   int32_t chunk = -1;               // the chunk it carries (positions holds its key)
+  bool keys_lent = false;           // its keys are in a buffer the transport lent
   uint64_t chunk_offset = 0;        // the chunk's first value within the key
   uint64_t chunk_len = 0;           // values in the chunk
   bool answered = false;

@@ -109,12 +109,13 @@ int RequestPipeline::Issue(PipelineRequest req, const char* what) {
   ClockClient* clocks = JobServices::Get()->clocks();
   Stamp(req, *p, ts, id, clocks ? clocks->current() : -1, &messages);
   KeepSentParts(p.get(), messages);
+  const std::vector<KeyForm> forms = KeyFormsOf(p->parts);  // before p moves
   {
     // Registered before the first part leaves: its answer may come back at once.
     std::lock_guard<std::mutex> lock(mu_);
     pending_.emplace(id, std::move(p));
   }
-  for (Message& msg : messages) SendPart(msg);
+  for (size_t i = 0; i < messages.size(); ++i) SendPart(messages[i], forms[i]);
   return ts;
 }
 
@@ -209,7 +210,7 @@ void RequestPipeline::Process(Message& msg) {
     // on the thread that receives. The keys go in full (no list id), so another thread
     // that kept the list under a new id meanwhile cannot make this part miss again.
     customer_->RunOnOwnThread([this, msg = std::move(*again)]() mutable {
-      SendPart(msg, /*by_list_id=*/false);
+      SendPart(msg, KeyForm::kInFull);
     });
     return;
   }
@@ -221,14 +222,14 @@ void RequestPipeline::Process(Message& msg) {
   }
 }
 
-void RequestPipeline::SendPart(Message& msg, bool by_list_id) {
+void RequestPipeline::SendPart(Message& msg, KeyForm form) {
   Postoffice* po = Postoffice::Get();
   const bool push = msg.meta.request && msg.meta.push && msg.data.size() >= 2;
   uint64_t raw_keys = push ? msg.data[0].size() : 0;
   if (push && msg.meta.keys_encoded) {  // encoded at Issue (EncodeBorrowedRuns)
     raw_keys = KeyFrameCount(msg.data[0].data(), msg.data[0].size()) * sizeof(Key);
   }
-  PrepareKeys(&msg, by_list_id);
+  PrepareKeys(&msg, form);
   if (push) {
     const uint64_t lens = msg.data.size() > 2 ? msg.data[2].size() : 0;
     std::lock_guard<std::mutex> lock(counters_mu_);

@@ -3,6 +3,7 @@
 // (docs/pipeline.md).
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,7 +22,11 @@ struct ServerShare {
   int server = 0;
   SArray<Key> keys;
   SArray<char> vals;
+  bool keys_lent = false;  // keys in a buffer the transport lent (Van::LendSendBuffers)
 };
+
+// Makes a share's arrays for `count` keys of `bytes` of values each.
+using ShareArrays = std::function<void(size_t count, size_t bytes, ServerShare* share)>;
 
 // Copies each key and its kBytes of values (bytes when kBytes is 0) to the next place
 // of its server's arrays.
@@ -39,12 +44,12 @@ void CopyToServers(const uint16_t* server_of, const Key* keys, const char* vals,
 
 // A push of whole keys with `bytes` of values each, split by server in two passes over
 // the request: which server owns each key (ConsistentHashRing::ServersOf), then each
-// key and its values straight into its server's arrays. No positions are made: a
-// push's answer has no values to put back. Empty when one server owns every key,
-// whose rank goes to *only.
+// key and its values straight into its server's arrays (made by `arrays`). No
+// positions are made: a push's answer has no values to put back. Empty when one
+// server owns every key, whose rank goes to *only.
 std::vector<ServerShare> SplitPushByServer(const ConsistentHashRing& ring, int num_servers,
                                            const SArray<Key>& keys, const SArray<char>& vals,
-                                           size_t bytes, int* only) {
+                                           size_t bytes, const ShareArrays& arrays, int* only) {
   const size_t n = keys.size();
   SArray<uint16_t> server_of = NewLargeArray<uint16_t>(n);
   ring.ServersOf(keys.data(), n, server_of.data());
@@ -61,8 +66,7 @@ std::vector<ServerShare> SplitPushByServer(const ConsistentHashRing& ring, int n
     if (count[s] == 0) continue;
     ServerShare share;
     share.server = static_cast<int>(s);
-    share.keys = NewLargeArray<Key>(count[s]);
-    share.vals = RawBuffer(count[s] * bytes);
+    arrays(count[s], bytes, &share);
     key_at[s] = share.keys.data();
     val_at[s] = share.vals.data();
     shares.push_back(std::move(share));
@@ -254,9 +258,22 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
   // A push of whole keys of one width without codecs: split straight into its parts.
   if (req.push && !req.pull && !compress_pushes_ && chunked.empty() && offsets.empty() &&
       num_servers > 1 && num_servers <= 65536) {
+    // Where the transport lends memory for a part (a shared-memory ring to a server on
+    // this host), the part is written there, once; not a part kept to be sent again.
+    auto arrays = [&](size_t count, size_t bytes, ServerShare* share) {
+      const uint64_t key_bytes = count * sizeof(Key);
+      std::vector<SArray<char>> lent(2);
+      if (!KeepsSentPart(key_bytes)) {
+        lent = po->LendSendBuffers(Postoffice::ServerRankToID(share->server),
+                                   {key_bytes, count * bytes});
+      }
+      share->keys_lent = !lent[0].empty();
+      share->keys = share->keys_lent ? SArray<Key>(lent[0]) : NewLargeArray<Key>(count);
+      share->vals = lent[1].empty() ? RawBuffer(count * bytes) : lent[1];
+    };
     int only = -1;
-    std::vector<ServerShare> shares =
-        SplitPushByServer(ring, num_servers, req.keys, req.vals, width * elem_size_, &only);
+    std::vector<ServerShare> shares = SplitPushByServer(ring, num_servers, req.keys, req.vals,
+                                                        width * elem_size_, arrays, &only);
     if (shares.empty()) {  // one server owns every key: the caller's arrays as they are
       Part part;
       part.server = only;
@@ -265,6 +282,7 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
     for (ServerShare& share : shares) {
       Part part;
       part.server = share.server;
+      part.keys_lent = share.keys_lent;
       add_part(std::move(part), share.keys, share.vals, {}, 0);
     }
     return;

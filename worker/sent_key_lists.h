@@ -24,6 +24,8 @@ class SentKeyLists {
  public:
   // Remembers at most `max_bytes_per_server` of keys (8 bytes a key) per server.
   explicit SentKeyLists(size_t max_bytes_per_server) : max_bytes_(max_bytes_per_server) {}
+  // The bound: a longer list is never remembered.
+  size_t max_bytes() const { return max_bytes_; }
 
   struct Use {
     uint64_t id = 0;     // 0: not cached (the list is over the bound): send it without id

@@ -110,6 +110,14 @@ Status Postoffice::Send(Message& msg, SendMode mode) {
   return s;
 }
 
+std::vector<SArray<char>> Postoffice::LendSendBuffers(int recipient,
+                                                      const std::vector<uint64_t>& sizes) {
+  if (!van_ || outbox_[static_cast<int>(Channel::kData)] || recipient == my_node_.id) {
+    return std::vector<SArray<char>>(sizes.size());
+  }
+  return van_->LendSendBuffers(my_node_.id, recipient, sizes);
+}
+
 Status Postoffice::SendToSelf(const Message& msg, Channel channel) {
   // A SimpleApp request to a group this node is in (ps-lite's test_simple_app sends to
   // kScheduler + kServerGroup + kWorkerGroup from the scheduler) reaches this node's

@@ -1,6 +1,7 @@
 # The van's shared-memory path in real jobs (docs/architecture.md, "Shared memory"):
 # push/pull of 128 KiB to 3 MiB values is exact with PS_SHM=1 and the nodes' vans show
-# frames through shared memory; with PS_SHM=0 none; over ipc; with resend and injected
+# frames through shared memory; a push split by server is written straight into lent
+# ring blocks, except with resend; with PS_SHM=0 none; over ipc; with resend and injected
 # drops (resends get new ring blocks, duplicates are dropped); an idle node gives its
 # rings' free pages and malloc's kept memory back (PS_IDLE_TRIM_MS). shm_test.py: a worker
 # SIGKILLed while its ring is in use leaves nothing mapped in the survivors and no
@@ -9,10 +10,11 @@ herdps_node_test_app(shm_app shm_app.cc)
 
 foreach(variant IN ITEMS
     "exact_and_through_shared_memory;-n;2;-s;1;--env;PS_SHM=1;--;--expect_shm=1"
-    "exact_and_on_the_sockets_with_shm_off;-n;2;-s;1;--env;PS_SHM=0;--;--expect_shm=0"
+    "exact_with_split_pushes_written_in_lent_ring_blocks;-n;2;-s;2;--;--expect_shm=1;--expect_lent=1"
+    "exact_and_on_the_sockets_with_shm_off;-n;2;-s;1;--env;PS_SHM=0;--;--expect_shm=0;--expect_lent=0"
     "exact_and_through_shared_memory_over_ipc;-n;2;-s;1;--transport;ipc;--;--expect_shm=1"
     "exact_with_a_small_ring_that_fills;-n;2;-s;1;--env;PS_SHM_BYTES=4194304;--;--expect_shm=1"
-    "exact_with_resend_at_drop_rate_0.05;-n;2;-s;2;--env;PS_RESEND=1;--env;PS_DROP_RATE=0.05;--env;PS_RESEND_TIMEOUT=100;--;--expect_shm=1"
+    "exact_with_resend_at_drop_rate_0.05;-n;2;-s;2;--env;PS_RESEND=1;--env;PS_DROP_RATE=0.05;--env;PS_RESEND_TIMEOUT=100;--;--expect_shm=1;--expect_lent=0"
     "then_idle_memory_goes_back;-n;1;-s;1;--env;PS_IDLE_TRIM_MS=250;--;--mode=idle;--expect_shm=1;--expect_release=1"
     "then_idle_memory_stays_with_idle_trim_off;-n;1;-s;1;--env;PS_IDLE_TRIM_MS=0;--;--mode=idle;--expect_shm=1;--expect_release=0")
   herdps_launch_variant(integration.shm_push_pull_ shm_app "${variant}")

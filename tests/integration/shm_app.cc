@@ -11,9 +11,14 @@
 //         a std::vector (copied out), into an empty SArray (the received frame
 //         itself) and into a pre-sized SArray, keeping the views alive until all are
 //         checked: every value must be rounds * W(W+1)/2 * Base(key, j) exactly.
+//         Then each worker pushes one double to each of 2 million keys at once (a push
+//         split by server, 8 MiB and more of keys per part: over key caching's bound,
+//         so never kept) and pulls them back: W(W+1)/2 * Base(key, 0) each.
 //         --expect_shm=1: each node's van must have sent and received frames through
 //         shared memory (workers: pushes out, answers in; servers: the reverse) and
-//         dropped nothing; 0: no frame went through shared memory.
+//         dropped nothing; 0: no frame went through shared memory. --expect_lent=1: the
+//         workers' split pushes were written in place in lent ring blocks
+//         (Van::LendSendBuffers, VanStats::shm_lent_frames); 0: nothing was.
 //  loop   Each worker pushes and pulls a 1 MiB key of its own, checking each pull,
 //         and prints "shm_app: worker <rank> shm in use" once its van has both sent and
 //         received through shared memory. Worker --forever_rank never stops (the test
@@ -26,6 +31,7 @@
 #include <gflags/gflags.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
@@ -47,6 +53,8 @@ DEFINE_double(run_s, 10, "loop: how long the other workers run at most");
 DEFINE_string(stop_file, "", "loop: the other workers also stop once this file exists");
 DEFINE_string(marker, "", "ignored; lets the test driver find this run's processes");
 DEFINE_int32(expect_release, -1, "idle: 1: idle memory must go back; 0: must stay");
+DEFINE_int32(expect_lent, -1,
+             "exact: 1: workers must have sent frames from lent ring blocks; 0: must not");
 
 namespace {
 
@@ -66,10 +74,12 @@ ps::VanStats Stats() { return ps::Postoffice::Get()->van()->stats(); }
 
 void PrintStats() {
   ps::VanStats v = Stats();
-  Say("shm_app: %s stats: shm_sent_frames=%llu shm_sent_bytes=%llu shm_received_frames=%llu "
-      "shm_received_bytes=%llu shm_fallback_frames=%llu shm_copied_bytes=%llu "
-      "shm_accepted_rings=%llu shm_refused_rings=%llu dropped_messages=%llu",
-      Me().c_str(), (unsigned long long)v.shm_sent_frames, (unsigned long long)v.shm_sent_bytes,
+  Say("shm_app: %s stats: shm_sent_frames=%llu shm_lent_frames=%llu shm_sent_bytes=%llu "
+      "shm_received_frames=%llu shm_received_bytes=%llu shm_fallback_frames=%llu "
+      "shm_copied_bytes=%llu shm_accepted_rings=%llu shm_refused_rings=%llu "
+      "dropped_messages=%llu",
+      Me().c_str(), (unsigned long long)v.shm_sent_frames, (unsigned long long)v.shm_lent_frames,
+      (unsigned long long)v.shm_sent_bytes,
       (unsigned long long)v.shm_received_frames, (unsigned long long)v.shm_received_bytes,
       (unsigned long long)v.shm_fallback_frames, (unsigned long long)v.shm_copied_bytes,
       (unsigned long long)v.shm_accepted_rings, (unsigned long long)v.shm_refused_rings,
@@ -91,6 +101,31 @@ void CheckStats(bool sends, bool receives) {
     EXPECT(v.shm_sent_frames == 0 && v.shm_received_frames == 0 && v.shm_accepted_rings == 0,
            "%s used shared memory with PS_SHM=0", Me().c_str());
   }
+}
+
+// One push of a double to each of 2 million keys, split by server, then a pull back.
+void RunSplitPush(ps::KVWorker<double>& kv) {
+  const size_t n = 2000000;
+  const ps::Key first = ps::Key{1} << 20;
+  std::vector<ps::Key> keys(n);
+  std::vector<double> vals(n);
+  const int rank = ps::MyRank(), workers = ps::NumWorkers();
+  for (size_t i = 0; i < n; ++i) {
+    keys[i] = first + i;
+    vals[i] = (rank + 1) * Base(keys[i], 0);
+  }
+  ps::Status s = kv.Wait(kv.Push(keys, vals));
+  EXPECT(s.ok(), "split push: %s", s.ToString().c_str());
+  std::fill(vals.begin(), vals.end(), -1.0);  // the push must not read them afterwards
+  ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
+  std::vector<double> got;
+  s = kv.Wait(kv.Pull(keys, &got));
+  EXPECT(s.ok() && got.size() == n, "split pull: %s, %zu values", s.ToString().c_str(),
+         got.size());
+  size_t wrong = 0;
+  const double factor = workers * (workers + 1) / 2.0;
+  for (size_t i = 0; i < n && i < got.size(); ++i) wrong += got[i] != factor * Base(keys[i], 0);
+  EXPECT(wrong == 0, "split pull: %zu of %zu values wrong", wrong, n);
 }
 
 void RunExact() {
@@ -135,7 +170,14 @@ void RunExact() {
     const auto& [key, len] = kKeys[i % kKeys.size()];
     check(views[i].data(), views[i].size(), key, len, "empty SArray");
   }
+  RunSplitPush(kv);
   CheckStats(true, true);
+  const uint64_t lent = Stats().shm_lent_frames;
+  if (FLAGS_expect_lent == 1) EXPECT(lent > 0, "%s lent no ring block", Me().c_str());
+  if (FLAGS_expect_lent == 0) {
+    EXPECT(lent == 0, "%s sent %llu frames from lent blocks", Me().c_str(),
+           (unsigned long long)lent);
+  }
 }
 
 void RunLoop() {

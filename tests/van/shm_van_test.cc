@@ -20,68 +20,11 @@
 #include "meta_codec.h"
 #include "ps/internal/van.h"
 #include "recording_van.h"
+#include "shm_frames.h"
 #include "shm_ring.h"
 
 namespace ps {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-using TestVan = RecordingVan;
-
-// A message to `recipient` whose frames have the sizes and types given, each byte of
-// frame i equal to (seed + i) and (for typed frames) whole elements.
-Message Frames(int recipient, const std::vector<std::pair<size_t, DataType>>& frames, int seed) {
-  Message msg;
-  msg.meta.sender = 9;
-  msg.meta.recipient = recipient;
-  msg.meta.head = seed;
-  for (size_t i = 0; i < frames.size(); ++i) {
-    SArray<char> bytes(frames[i].first, static_cast<char>(seed + i));
-    msg.data.push_back(bytes);
-    msg.meta.data_type.push_back(frames[i].second);
-  }
-  return msg;
-}
-
-// Whether `msg` is what Frames(_, frames, msg.meta.head) made.
-bool Exact(const Message& msg, const std::vector<std::pair<size_t, DataType>>& frames) {
-  if (msg.data.size() != frames.size()) return false;
-  for (size_t i = 0; i < frames.size(); ++i) {
-    const SArray<char>& d = msg.data[i];
-    if (d.size() != frames[i].first || msg.meta.data_type[i] != frames[i].second) return false;
-    const char want = static_cast<char>(msg.meta.head + i);
-    for (size_t j = 0; j < d.size(); ++j) {
-      if (d[j] != want) return false;
-    }
-  }
-  return true;
-}
-
-// Calls `done` (once per try) until it returns true or `seconds` pass.
-template <typename F>
-bool WaitUntil(F done, double seconds = 20) {
-  auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
-  for (;;) {
-    if (done()) return true;
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-}
-
-// Sends messages of `frames` from a to node 2 until a's van has sent one through shared
-// memory (the offer goes alone ahead of the first, which waits a little for the answer;
-// without it in time, a later send reads it). Returns how many it sent.
-int SendUntilShm(TestVan& a, const std::vector<std::pair<size_t, DataType>>& frames) {
-  int sent = 0;
-  bool ok = WaitUntil([&] {
-    EXPECT_TRUE(a->Send(Frames(2, frames, 40 + sent), SendMode::kBlocking, Channel::kData).ok());
-    ++sent;
-    return a->stats().shm_sent_frames > 0;
-  });
-  EXPECT_TRUE(ok) << "no frame went through shared memory";
-  return sent;
-}
 
 const std::vector<std::pair<size_t, DataType>> kMixed = {
     {80 << 10, DataType::kUInt64},  // keys: large enough for the ring, copied out

@@ -62,7 +62,11 @@ struct VanOptions {
     uint64_t shm_bytes = uint64_t{64} << 20;  // PS_SHM_BYTES: the size of each ring
     // How long the first message with a large frame to a peer waits for the answer to
     // the ring's offer, which goes alone just ahead of it; without an answer by then it
-    // goes on the socket (and later ones through the ring once the answer is in).
+    // goes on the socket (and later ones through the ring once the answer is in). A
+    // message whose large frames would take longer than this on the socket waits that
+    // long instead (at 0.4 GB/s: 160 ms for a full 64 MiB ring), since a receiver busy
+    // with other peers' messages answers late and the socket would cost more. 0: no
+    // wait at all.
     int shm_offer_wait_ms = 10;
   } zmq;
 };
@@ -102,8 +106,10 @@ struct VanStats {
   // or the frame larger than the ring); received ring frames copied out rather than
   // handed over as views (every frame that is not float or double, and frames past
   // the views' share of a ring); rings peers accepted from this node, and offers they
-  // refused.
+  // refused. Of the frames sent, those written in place in lent blocks
+  // (LendSendBuffers) rather than copied into the ring.
   uint64_t shm_sent_frames = 0;
+  uint64_t shm_lent_frames = 0;
   uint64_t shm_sent_bytes = 0;
   uint64_t shm_received_frames = 0;
   uint64_t shm_received_bytes = 0;
@@ -172,6 +178,24 @@ class Van {
   // For an idle node: gives back memory the transport keeps for speed (the ZeroMQ van:
   // the free part of each shared-memory ring). Returns the bytes released. Thread-safe.
   virtual uint64_t ReleaseIdleMemory() { return 0; }
+
+  // Buffers for the data frames of a message this node (`sender`) is about to send to
+  // `recipient` on the data channel, one of sizes[i] bytes per entry, in memory the
+  // transport sends from without a copy (the ZeroMQ van: the link's shared-memory ring,
+  // negotiated now if it was not yet). So a caller that knows its frames' sizes before
+  // it fills them (a push split by server) writes each byte once. An entry is empty where
+  // there is no such memory (a peer on another host, shared memory off or refused, a
+  // frame under 64 KiB, no room): the caller uses its own.
+  //
+  // A frame that is a lent buffer, whole, goes without a copy. Once the message is sent
+  // the buffer is the receiver's and its memory may be lent again: the caller must
+  // neither read nor write it afterwards, nor keep the message to send again (resend,
+  // failover). A buffer dropped unsent gives its memory back. Thread-safe.
+  virtual std::vector<SArray<char>> LendSendBuffers(int sender, int recipient,
+                                                    const std::vector<uint64_t>& sizes) {
+    (void)sender, (void)recipient;
+    return std::vector<SArray<char>>(sizes.size());
+  }
 
   // Switches one of this transport's paths on or off from now on, for benchmarks that
   // compare both sides of it in one run. `path` names it: the ZeroMQ van has "shm"

@@ -229,10 +229,18 @@ class RequestPipeline {
   void Encode(const PipelineRequest& req, const Pending& p, std::vector<Message>* messages);
   // Which of policy_'s codecs (0: push, 1 + i: ranges[i]) a key uses.
   size_t CodecIndex(Key key) const;
-  // A request part's keys as they travel: a list id the server has (key caching, unless
-  // `by_list_id` is false), else a key frame where that is at most half the raw size
-  // (key encoding), else raw.
-  void PrepareKeys(Message* msg, bool by_list_id);
+  // How a part's keys may travel: kShortest, a list id the server has (key caching),
+  // else a key frame where that is shorter (key encoding), else raw; kInFull, no list
+  // id (sent again because the server had not kept it); kAsTheyAre, raw (written
+  // straight into a buffer the transport lent, Van::LendSendBuffers).
+  enum class KeyForm : uint8_t { kShortest, kInFull, kAsTheyAre };
+  void PrepareKeys(Message* msg, KeyForm form);
+  // Each part's KeyForm for its first send: kAsTheyAre where its keys are lent.
+  static std::vector<KeyForm> KeyFormsOf(const std::vector<Part>& parts);
+  // Whether a part whose raw keys take `key_bytes` is kept after it is sent
+  // (Part::sent): with failover, or when its list may go as an id (key caching). Such
+  // a part's arrays must stay readable, so they are never lent by the transport.
+  bool KeepsSentPart(uint64_t key_bytes);
   // A borrowed push's parts whose keys are the caller's whole key list, one run
   // (ps-lite's benchmark at one server): encoded now, a few bytes, instead of copied
   // (PipelineRequest::borrowed) and then encoded at SendPart. Not with failover, which
@@ -243,7 +251,7 @@ class RequestPipeline {
   // Prepares the part's keys, counts what it pushes (resends included), and sends; a
   // part that cannot leave fails as if its server had answered the error. May block on
   // a full send queue: never on the thread that receives.
-  void SendPart(Message& msg, bool by_list_id = true);
+  void SendPart(Message& msg, KeyForm form = KeyForm::kShortest);
   // Ends p: assembles and delivers a pull, runs the callback (here, or on the
   // customer's own thread when `run_callback_here` is false: the control loop runs no
   // app code) and then Customer::FinishRequest, exactly once whatever the delivery or

@@ -99,6 +99,10 @@ class Postoffice {
   // SimpleApp message, else on the data channel. Fails with Unavailable, without
   // sending, when the recipient is dead or left; otherwise see Van::Send.
   Status Send(Message& msg, SendMode mode = SendMode::kBlocking);
+  // Van::LendSendBuffers for a data message from this node to `recipient`; every entry
+  // empty while messages are kept to be resent (PS_RESEND): a lent buffer cannot be
+  // read again once sent.
+  std::vector<SArray<char>> LendSendBuffers(int recipient, const std::vector<uint64_t>& sizes);
   static Channel ChannelOf(const Message& msg) {
     return !msg.meta.control.empty() || msg.meta.simple_app ? Channel::kControl
                                                             : Channel::kData;
