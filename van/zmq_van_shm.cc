@@ -101,7 +101,9 @@ void ZmqVan::PlanShm(Link* link, const Message& msg, bool room_for_offer, ShmSen
   {
     std::lock_guard<std::mutex> lock(link->mu);
     if (!link->shm_possible || !link->socket) return;
-    if (!link->shm) link->shm = std::make_shared<ShmLink>(options_.zmq.shm_bytes, kShmMinFrameBytes);
+    if (!link->shm) {
+      link->shm = std::make_shared<ShmLink>(options_.zmq.shm_bytes, kShmMinFrameBytes);
+    }
     shm = link->shm;
     if (shm->phase() == ShmLink::Phase::kOffered) ReadShmAnswers(link);
   }
@@ -134,7 +136,9 @@ std::vector<SArray<char>> ZmqVan::LendSendBuffers(int sender, int recipient,
   {
     std::lock_guard<std::mutex> lock(link->mu);
     if (!link->shm_possible || !link->socket) return lent;
-    if (!link->shm) link->shm = std::make_shared<ShmLink>(options_.zmq.shm_bytes, kShmMinFrameBytes);
+    if (!link->shm) {
+      link->shm = std::make_shared<ShmLink>(options_.zmq.shm_bytes, kShmMinFrameBytes);
+    }
     shm = link->shm;
     if (shm->phase() == ShmLink::Phase::kOffered) ReadShmAnswers(link);
   }

@@ -51,6 +51,19 @@ std::vector<RequestPipeline::KeyForm> RequestPipeline::KeyFormsOf(
   return forms;
 }
 
+void RequestPipeline::RememberAsked(Pending* p, const std::vector<Message>& messages) {
+  for (size_t i = 0; i < messages.size(); ++i) {
+    Part& part = p->parts[i];
+    const SArray<Key> keys(messages[i].data[0]);
+    if (part.keys_lent) {
+      part.asked_hash = HashKeys(keys.data(), keys.size());
+      part.asked_by_hash = true;
+    } else {
+      part.asked = keys;
+    }
+  }
+}
+
 bool RequestPipeline::KeepsSentPart(uint64_t key_bytes) {
   Postoffice* po = Postoffice::Get();
   if (po->replication() >= 2) return true;  // failover sends it again

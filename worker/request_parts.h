@@ -93,8 +93,12 @@ struct RequestPipeline::Part {
   bool answered = false;
   uint8_t key_resends = 0;  // times sent again with its keys (key caching)
   // Pull: the keys it asked for, as planned (raw), which a server's answer with keys
-  // must repeat; empty for a part planned for a held request (Pending::keys then).
+  // must repeat; empty for a part planned for a held request (Pending::keys then), and
+  // for one whose keys are lent (keys_lent: the block is the server's once sent),
+  // which keeps their HashKeys instead.
   SArray<Key> asked;
+  uint64_t asked_hash = 0;
+  bool asked_by_hash = false;
   KVFrames answer;
   // With PS_REPLICATION >= 2, or when its keys may go as a list id: the message as
   // planned (keys raw), to send again to the replica that takes over if its server

@@ -85,11 +85,7 @@ int RequestPipeline::Issue(PipelineRequest req, const char* what) {
   if (req.push && compress_pushes_) Encode(req, *p, &messages);
   if (req.borrowed && !req.pull) EncodeBorrowedRuns(req, &messages);
   OwnBorrowedData(req, &messages);
-  if (req.pull) {
-    for (size_t i = 0; i < messages.size(); ++i) {
-      p->parts[i].asked = SArray<Key>(messages[i].data[0]);
-    }
-  }
+  if (req.pull) RememberAsked(p.get(), messages);
 
   std::vector<int> server_ids;
   for (const Part& part : p->parts) {
@@ -276,6 +272,8 @@ Status RequestPipeline::TakeAnswer(Part& part, const Pending& p, Message& msg) {
     bool same = got.size() == expect;
     if (same && part.asked.size() == expect) {
       same = std::equal(got.begin(), got.end(), part.asked.begin());
+    } else if (same && part.asked_by_hash) {
+      same = HashKeys(got.data(), got.size()) == part.asked_hash;
     } else if (same && !p.keys.empty()) {
       for (size_t i = 0; same && i < expect; ++i) same = got[i] == p.keys[pos.empty() ? i : pos[i]];
     } else {

@@ -171,8 +171,8 @@ void RequestPipeline::RememberChunkedLengths(const PipelineRequest& req,
 void RequestPipeline::GatherPart(const PipelineRequest& req, const std::vector<size_t>& offsets,
                                  size_t width, const std::vector<uint32_t>& pos,
                                  SArray<Key>* keys, SArray<char>* vals, SArray<int>* lens) const {
-  // Not zero-filled: every element is written below.
-  *keys = NewLargeArray<Key>(pos.size());
+  // Not zero-filled: every element is written below (into *keys if it has their size).
+  if (keys->size() != pos.size()) *keys = NewLargeArray<Key>(pos.size());
   for (size_t j = 0; j < pos.size(); ++j) (*keys)[j] = req.keys[pos[j]];
   if (!req.push) return;
   if (offsets.empty()) {
@@ -294,14 +294,22 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
   const size_t codecs = req.push && compress_pushes_ ? compressors_.size() : 1;
   const size_t groups = static_cast<size_t>(num_servers) * codecs;
   constexpr uint32_t kChunkedKey = UINT32_MAX;
-  SArray<uint32_t> group_of;  // none for one group of whole keys: nothing to sort out
-  if (groups > 1 || !chunked.empty()) group_of = NewLargeArray<uint32_t>(n);
-  std::vector<size_t> group_size(groups, 0);
-  if (group_of.empty()) group_size[0] = n;  // one group, every key whole
   SArray<uint16_t> server_of;  // every key's server, from one call into the ring
   if (groups > 1 && num_servers > 1 && num_servers <= 65536) {
     server_of = NewLargeArray<uint16_t>(n);
     ring.ServersOf(req.keys.data(), n, server_of.data());
+  }
+  // Without codecs or chunks a key's group is its server: server_of serves as the groups.
+  const bool groups_are_servers = !server_of.empty() && codecs == 1 && chunked.empty();
+  SArray<uint32_t> group_of;  // else each key's group; none for one group of whole keys
+  if ((groups > 1 || !chunked.empty()) && !groups_are_servers) {
+    group_of = NewLargeArray<uint32_t>(n);
+  }
+  std::vector<size_t> group_size(groups, 0);
+  if (groups_are_servers) {
+    for (size_t i = 0; i < n; ++i) ++group_size[server_of[i]];
+  } else if (group_of.empty()) {
+    group_size[0] = n;  // one group, every key whole
   }
   for (size_t i = 0; i < n && !group_of.empty(); ++i) {
     if (!chunked.empty() && chunked[i]) {
@@ -338,7 +346,8 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
     std::vector<std::vector<uint32_t>> whole(groups);
     for (size_t g = 0; g < groups; ++g) whole[g].reserve(group_size[g]);
     for (size_t i = 0; i < n; ++i) {
-      if (group_of[i] != kChunkedKey) whole[group_of[i]].push_back(static_cast<uint32_t>(i));
+      const uint32_t g = groups_are_servers ? server_of[i] : group_of[i];
+      if (g != kChunkedKey) whole[g].push_back(static_cast<uint32_t>(i));
     }
     group_of.clear();  // free them before the copies below
     server_of.clear();
@@ -347,7 +356,15 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
       Part part;
       part.server = static_cast<int>(g / codecs);
       part.positions = std::move(whole[g]);
+      // Keys gathered straight into the transport's memory where it lends some, as for
+      // the split push above (a pull's parts then keep their keys' hash, Part::asked).
+      const uint64_t key_bytes = part.positions.size() * sizeof(Key);
       SArray<Key> keys;
+      if (!KeepsSentPart(key_bytes)) {
+        keys = SArray<Key>(po->LendSendBuffers(Postoffice::ServerRankToID(part.server),
+                                               {key_bytes})[0]);
+      }
+      part.keys_lent = !keys.empty();
       SArray<char> vals;
       SArray<int> lens;
       GatherPart(req, offsets, width, part.positions, &keys, &vals, &lens);

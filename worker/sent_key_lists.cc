@@ -4,10 +4,9 @@
 #include <iterator>
 
 namespace ps {
-namespace {
 
-// Finds candidates only: a hit is confirmed by comparing the keys. Four independent
-// lanes, so that the multiplications overlap instead of waiting for each other.
+// Four independent lanes, so that the multiplications overlap instead of waiting for
+// each other.
 uint64_t HashKeys(const Key* keys, size_t n) {
   constexpr uint64_t kMul = 0xFF51AFD7ED558CCDULL;
   uint64_t h[4] = {0x9E3779B97F4A7C15ULL ^ n, 0xC2B2AE3D27D4EB4FULL, 0x165667B19E3779F9ULL,
@@ -27,8 +26,6 @@ uint64_t HashKeys(const Key* keys, size_t n) {
   for (int j = 1; j < 4; ++j) out = (out ^ h[j]) * kMul;
   return out ^ (out >> 29);
 }
-
-}  // namespace
 
 SentKeyLists::Use SentKeyLists::Lookup(int rank, const Key* keys, size_t n) {
   const size_t bytes = n * sizeof(Key);

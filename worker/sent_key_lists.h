@@ -20,6 +20,10 @@
 
 namespace ps {
 
+// A 64-bit hash of keys[0..n), for telling lists apart (two lists with one hash are
+// told apart by comparing them where that matters).
+uint64_t HashKeys(const Key* keys, size_t n);
+
 class SentKeyLists {
  public:
   // Remembers at most `max_bytes_per_server` of keys (8 bytes a key) per server.

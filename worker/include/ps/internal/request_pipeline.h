@@ -235,6 +235,9 @@ class RequestPipeline {
   // straight into a buffer the transport lent, Van::LendSendBuffers).
   enum class KeyForm : uint8_t { kShortest, kInFull, kAsTheyAre };
   void PrepareKeys(Message* msg, KeyForm form);
+  // A pull's parts keep the keys they ask for (Part::asked), or their hash where the
+  // keys are lent.
+  void RememberAsked(Pending* p, const std::vector<Message>& messages);
   // Each part's KeyForm for its first send: kAsTheyAre where its keys are lent.
   static std::vector<KeyForm> KeyFormsOf(const std::vector<Part>& parts);
   // Whether a part whose raw keys take `key_bytes` is kept after it is sent
