@@ -1,7 +1,8 @@
 # The van's shared-memory path in real jobs (docs/architecture.md, "Shared memory"):
 # push/pull of 128 KiB to 3 MiB values is exact with PS_SHM=1 and the nodes' vans show
 # frames through shared memory; a push split by server is written straight into lent
-# ring blocks, except with resend; with PS_SHM=0 none; over ipc; with resend and injected
+# ring blocks, except with resend, and a pull's lent parts check answers that carry
+# keys by their hash; with PS_SHM=0 none; over ipc; with resend and injected
 # drops (resends get new ring blocks, duplicates are dropped); an idle node gives its
 # rings' free pages and malloc's kept memory back (PS_IDLE_TRIM_MS). shm_test.py: a worker
 # SIGKILLed while its ring is in use leaves nothing mapped in the survivors and no
@@ -11,6 +12,8 @@ herdps_node_test_app(shm_app shm_app.cc)
 foreach(variant IN ITEMS
     "exact_and_through_shared_memory;-n;2;-s;1;--env;PS_SHM=1;--;--expect_shm=1"
     "exact_with_split_pushes_written_in_lent_ring_blocks;-n;2;-s;2;--;--expect_shm=1;--expect_lent=1"
+    "exact_with_lent_pull_parts_answered_with_copied_keys;-n;2;-s;2;--;--expect_lent=1;--answer_keys=copy"
+    "failing_a_lent_pull_part_answered_with_other_keys;-n;2;-s;2;--;--expect_lent=1;--answer_keys=wrong"
     "exact_and_on_the_sockets_with_shm_off;-n;2;-s;1;--env;PS_SHM=0;--;--expect_shm=0;--expect_lent=0"
     "exact_and_through_shared_memory_over_ipc;-n;2;-s;1;--transport;ipc;--;--expect_shm=1"
     "exact_with_a_small_ring_that_fills;-n;2;-s;1;--env;PS_SHM_BYTES=4194304;--;--expect_shm=1"

@@ -13,7 +13,10 @@
 //         checked: every value must be rounds * W(W+1)/2 * Base(key, j) exactly.
 //         Then each worker pushes one double to each of 2 million keys at once (a push
 //         split by server, 8 MiB and more of keys per part: over key caching's bound,
-//         so never kept) and pulls them back: W(W+1)/2 * Base(key, 0) each.
+//         so never kept) and pulls them back: W(W+1)/2 * Base(key, 0) each. The servers
+//         answer that pull with the request's own keys, or with --answer_keys=copy a
+//         copy of them (which the worker checks against its part's keys), or with
+//         --answer_keys=wrong a copy whose last key differs: the pull must fail saying so.
 //         --expect_shm=1: each node's van must have sent and received frames through
 //         shared memory (workers: pushes out, answers in; servers: the reverse) and
 //         dropped nothing; 0: no frame went through shared memory. --expect_lent=1: the
@@ -53,6 +56,9 @@ DEFINE_double(run_s, 10, "loop: how long the other workers run at most");
 DEFINE_string(stop_file, "", "loop: the other workers also stop once this file exists");
 DEFINE_string(marker, "", "ignored; lets the test driver find this run's processes");
 DEFINE_int32(expect_release, -1, "idle: 1: idle memory must go back; 0: must stay");
+DEFINE_string(answer_keys, "same",
+              "exact: servers answer the split pull with the request's keys (same), a copy "
+              "of them (copy), or a copy with the last key changed (wrong: the pull fails)");
 DEFINE_int32(expect_lent, -1,
              "exact: 1: workers must have sent frames from lent ring blocks; 0: must not");
 
@@ -103,10 +109,36 @@ void CheckStats(bool sends, bool receives) {
   }
 }
 
+constexpr ps::Key kSplitFirst = ps::Key{1} << 20;  // the split push's first key
+
+// KVServerDefaultHandle<double>, except for pulls of the split keys with --answer_keys
+// copy or wrong (see the top).
+struct ServerHandle {
+  ps::KVServerDefaultHandle<double> inner;
+  void operator()(const ps::KVMeta& meta, const ps::KVPairs<double>& req,
+                  ps::KVServer<double>* server) {
+    if (FLAGS_answer_keys == "same" || meta.push || req.keys.empty() ||
+        req.keys[0] < kSplitFirst) {
+      inner(meta, req, server);
+      return;
+    }
+    ps::KVPairs<double> res;
+    res.keys = ps::SArray<ps::Key>(req.keys.size());
+    std::copy(req.keys.begin(), req.keys.end(), res.keys.begin());
+    if (FLAGS_answer_keys == "wrong") res.keys[res.keys.size() - 1] += 1;
+    res.vals = ps::SArray<double>(req.keys.size());
+    for (size_t i = 0; i < req.keys.size(); ++i) {
+      auto it = inner.store.find(req.keys[i]);
+      res.vals[i] = it == inner.store.end() ? 0 : it->second[0];
+    }
+    server->Response(meta, res);
+  }
+};
+
 // One push of a double to each of 2 million keys, split by server, then a pull back.
 void RunSplitPush(ps::KVWorker<double>& kv) {
   const size_t n = 2000000;
-  const ps::Key first = ps::Key{1} << 20;
+  const ps::Key first = kSplitFirst;
   std::vector<ps::Key> keys(n);
   std::vector<double> vals(n);
   const int rank = ps::MyRank(), workers = ps::NumWorkers();
@@ -120,6 +152,11 @@ void RunSplitPush(ps::KVWorker<double>& kv) {
   ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
   std::vector<double> got;
   s = kv.Wait(kv.Pull(keys, &got));
+  if (FLAGS_answer_keys == "wrong") {
+    EXPECT(!s.ok() && s.message().find("keys other than those asked") != std::string::npos,
+           "split pull answered with other keys: %s", s.ToString().c_str());
+    return;
+  }
   EXPECT(s.ok() && got.size() == n, "split pull: %s, %zu values", s.ToString().c_str(),
          got.size());
   size_t wrong = 0;
@@ -274,7 +311,7 @@ int main(int argc, char* argv[]) {
     std::unique_ptr<ps::KVServer<double>> server;
     if (ps::IsServer()) {
       server = std::make_unique<ps::KVServer<double>>(0);
-      server->set_request_handle(ps::KVServerDefaultHandle<double>());
+      server->set_request_handle(ServerHandle());
     }
     if (ps::IsWorker()) {
       if (FLAGS_mode == "exact") RunExact();
