@@ -72,6 +72,12 @@ bool RequestPipeline::KeepsSentPart(uint64_t key_bytes) {
   return caching && key_bytes >= kMinCachedListBytes && key_bytes <= SentLists()->max_bytes();
 }
 
+std::vector<SArray<char>> RequestPipeline::LendForPart(int rank,
+                                                       const std::vector<uint64_t>& sizes) {
+  if (KeepsSentPart(sizes[0])) return std::vector<SArray<char>>(sizes.size());
+  return Postoffice::Get()->LendSendBuffers(Postoffice::ServerRankToID(rank), sizes);
+}
+
 void RequestPipeline::PrepareKeys(Message* msg, KeyForm form) {
   if (!msg->meta.request || msg->data.empty() || msg->meta.data_type.empty() ||
       msg->meta.data_type[0] != DataType::kUInt64 || msg->meta.key_list_ref ||

@@ -261,12 +261,8 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
     // Where the transport lends memory for a part (a shared-memory ring to a server on
     // this host), the part is written there, once; not a part kept to be sent again.
     auto arrays = [&](size_t count, size_t bytes, ServerShare* share) {
-      const uint64_t key_bytes = count * sizeof(Key);
-      std::vector<SArray<char>> lent(2);
-      if (!KeepsSentPart(key_bytes)) {
-        lent = po->LendSendBuffers(Postoffice::ServerRankToID(share->server),
-                                   {key_bytes, count * bytes});
-      }
+      std::vector<SArray<char>> lent =
+          LendForPart(share->server, {count * sizeof(Key), count * bytes});
       share->keys_lent = !lent[0].empty();
       share->keys = share->keys_lent ? SArray<Key>(lent[0]) : NewLargeArray<Key>(count);
       share->vals = lent[1].empty() ? RawBuffer(count * bytes) : lent[1];
@@ -358,12 +354,7 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
       part.positions = std::move(whole[g]);
       // Keys gathered straight into the transport's memory where it lends some, as for
       // the split push above (a pull's parts then keep their keys' hash, Part::asked).
-      const uint64_t key_bytes = part.positions.size() * sizeof(Key);
-      SArray<Key> keys;
-      if (!KeepsSentPart(key_bytes)) {
-        keys = SArray<Key>(po->LendSendBuffers(Postoffice::ServerRankToID(part.server),
-                                               {key_bytes})[0]);
-      }
+      SArray<Key> keys(LendForPart(part.server, {part.positions.size() * sizeof(Key)})[0]);
       part.keys_lent = !keys.empty();
       SArray<char> vals;
       SArray<int> lens;

@@ -244,6 +244,9 @@ class RequestPipeline {
   // (Part::sent): with failover, or when its list may go as an id (key caching). Such
   // a part's arrays must stay readable, so they are never lent by the transport.
   bool KeepsSentPart(uint64_t key_bytes);
+  // Buffers the van lends for a part to server `rank` (Van::LendSendBuffers), sizes[0]
+  // its raw keys' bytes; every entry empty for a part kept after it is sent.
+  std::vector<SArray<char>> LendForPart(int rank, const std::vector<uint64_t>& sizes);
   // A borrowed push's parts whose keys are the caller's whole key list, one run
   // (ps-lite's benchmark at one server): encoded now, a few bytes, instead of copied
   // (PipelineRequest::borrowed) and then encoded at SendPart. Not with failover, which
