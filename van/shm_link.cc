@@ -108,7 +108,7 @@ SArray<char> ShmLink::Lend(uint64_t bytes) {
   }
   ShmRing::Block block;
   if (bytes > ring->max_payload() || !ring->Allocate(bytes, &block)) return {};
-  ring->PrefaultBlock(block);
+  ring->Prefault(block.offset, shm::kBlockHeaderBytes + block.length);
   {
     std::lock_guard<std::mutex> lock(mu_);
     loans_.emplace(block.payload, block);
@@ -153,7 +153,7 @@ void ShmLink::Prefault(uint64_t bytes) {
     std::lock_guard<std::mutex> lock(mu_);
     ring = ring_;
   }
-  if (ring) ring->Prefault(bytes);
+  if (ring) ring->Prefault(0, bytes);
 }
 
 bool ShmLink::FillOffer(ShmSend* send, std::string* error) {

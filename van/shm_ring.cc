@@ -152,22 +152,13 @@ void ShmRing::ReclaimLocked(bool take_stale_in_flight) {
   }
 }
 
-void ShmRing::Prefault(uint64_t bytes) {
+void ShmRing::Prefault(uint64_t offset, uint64_t bytes) {
 #ifdef MADV_POPULATE_WRITE
-  const uint64_t length = std::min(bytes, bytes_);
-  if (length > 0) madvise(base_, length, MADV_POPULATE_WRITE);
-#else
-  (void)bytes;
-#endif
-}
-
-void ShmRing::PrefaultBlock(const Block& block) {
-#ifdef MADV_POPULATE_WRITE
-  const uint64_t begin = block.offset / kPageBytes * kPageBytes;
-  const uint64_t end = std::min(block.offset + shm::kBlockHeaderBytes + block.length, bytes_);
+  const uint64_t begin = offset / kPageBytes * kPageBytes;
+  const uint64_t end = std::min(offset + bytes, bytes_);
   if (end > begin) madvise(base_ + begin, end - begin, MADV_POPULATE_WRITE);
 #else
-  (void)block;
+  (void)offset, (void)bytes;
 #endif
 }
 

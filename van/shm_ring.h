@@ -79,12 +79,11 @@ class ShmRing {
   // otherwise stay resident at its busiest. Returns the bytes released.
   uint64_t ReleaseFreePages();
 
-  // Makes the ring's first `bytes` resident now, in one call rather than a page fault
-  // per 4 KiB as frames are copied in (a first large message would take ~15000 faults
-  // per 64 MiB). Best effort: nothing happens where the kernel lacks the call.
-  void Prefault(uint64_t bytes);
-  // The same for one block, header and payload.
-  void PrefaultBlock(const Block& block);
+  // Makes the `bytes` of the ring from `offset` resident now (the whole pages they
+  // touch), in one call rather than a page fault per 4 KiB as frames are written in (a
+  // first large message would take ~15000 faults per 64 MiB). Best effort: nothing
+  // happens where the kernel lacks the call.
+  void Prefault(uint64_t offset, uint64_t bytes);
 
   // Bytes of blocks not yet back (written, in flight or held by the peer).
   uint64_t used_bytes() const;

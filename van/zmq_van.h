@@ -194,6 +194,12 @@ class ZmqVan : public Van {
 
   // The shared-memory path. Whether `endpoint` is a peer on this host.
   bool OnThisHost(const std::string& endpoint) const;
+  // The data link's ShmLink (made at the first call), having read the peer's answer to
+  // an offer if one is pending; null where shared memory is not possible for the link.
+  std::shared_ptr<ShmLink> ShmOf(Link* link);
+  // What frames of `sizes` bytes take of a ring, its header included (frames under
+  // kShmMinFrameBytes take none).
+  static uint64_t RingBytesFor(const std::vector<uint64_t>& sizes);
   // Decides what of `msg` goes through the data link's ring (ShmLink::Plan), first
   // reading the peer's answer to an offer if one is pending.
   void PlanShm(Link* link, const Message& msg, bool room_for_offer, ShmSend* send);

@@ -93,28 +93,33 @@ void ZmqVan::ReadShmAnswers(Link* link) {
   }
 }
 
+std::shared_ptr<ShmLink> ZmqVan::ShmOf(Link* link) {
+  std::lock_guard<std::mutex> lock(link->mu);
+  if (!link->shm_possible || !link->socket) return nullptr;
+  if (!link->shm) link->shm = std::make_shared<ShmLink>(options_.zmq.shm_bytes, kShmMinFrameBytes);
+  if (link->shm->phase() == ShmLink::Phase::kOffered) ReadShmAnswers(link);
+  return link->shm;
+}
+
+uint64_t ZmqVan::RingBytesFor(const std::vector<uint64_t>& sizes) {
+  // Blocks are taken from the ring's start: its own 4 KiB, then 64 bytes of header and
+  // the payload (64-byte aligned) per large frame.
+  uint64_t bytes = 4096;
+  for (uint64_t size : sizes) bytes += size >= kShmMinFrameBytes ? size + 128 : 0;
+  return bytes;
+}
+
 void ZmqVan::PlanShm(Link* link, const Message& msg, bool room_for_offer, ShmSend* send) {
   bool large = false;
   for (const auto& frame : msg.data) large = large || frame.size() >= kShmMinFrameBytes;
   if (!large) return;
-  std::shared_ptr<ShmLink> shm;
-  {
-    std::lock_guard<std::mutex> lock(link->mu);
-    if (!link->shm_possible || !link->socket) return;
-    if (!link->shm) {
-      link->shm = std::make_shared<ShmLink>(options_.zmq.shm_bytes, kShmMinFrameBytes);
-    }
-    shm = link->shm;
-    if (shm->phase() == ShmLink::Phase::kOffered) ReadShmAnswers(link);
-  }
+  std::shared_ptr<ShmLink> shm = ShmOf(link);
+  if (!shm) return;
   if (room_for_offer && shm->phase() == ShmLink::Phase::kUnoffered) {
-    // The pages the frames will take (the blocks are taken from the ring's start; 64
-    // bytes of header each, and the ring's own 4 KiB).
-    uint64_t bytes = 4096;
-    for (const auto& frame : msg.data) {
-      if (frame.size() >= kShmMinFrameBytes) bytes += frame.size() + 128;
-    }
-    OfferRingAhead(link, msg.meta.sender, msg.meta.recipient, bytes, /*prefault=*/true, shm);
+    std::vector<uint64_t> sizes;
+    for (const auto& frame : msg.data) sizes.push_back(frame.size());
+    OfferRingAhead(link, msg.meta.sender, msg.meta.recipient, RingBytesFor(sizes),
+                   /*prefault=*/true, shm);
   }
   std::string error;
   shm->Plan(msg, room_for_offer, send, &error);
@@ -126,22 +131,13 @@ void ZmqVan::PlanShm(Link* link, const Message& msg, bool room_for_offer, ShmSen
 std::vector<SArray<char>> ZmqVan::LendSendBuffers(int sender, int recipient,
                                                   const std::vector<uint64_t>& sizes) {
   std::vector<SArray<char>> lent(sizes.size());
-  uint64_t bytes = 4096;
-  for (uint64_t size : sizes) bytes += size >= kShmMinFrameBytes ? size + 128 : 0;
-  if (!shm_on_.load(std::memory_order_relaxed) || bytes == 4096) return lent;
+  const uint64_t bytes = RingBytesFor(sizes);
+  if (!shm_on_.load(std::memory_order_relaxed) || bytes == RingBytesFor({})) return lent;
   std::shared_ptr<Peer> peer = FindPeer(recipient);
   if (!peer) return lent;
   Link* link = &peer->links[static_cast<int>(Channel::kData)];
-  std::shared_ptr<ShmLink> shm;
-  {
-    std::lock_guard<std::mutex> lock(link->mu);
-    if (!link->shm_possible || !link->socket) return lent;
-    if (!link->shm) {
-      link->shm = std::make_shared<ShmLink>(options_.zmq.shm_bytes, kShmMinFrameBytes);
-    }
-    shm = link->shm;
-    if (shm->phase() == ShmLink::Phase::kOffered) ReadShmAnswers(link);
-  }
+  std::shared_ptr<ShmLink> shm = ShmOf(link);
+  if (!shm) return lent;
   // Lend pages each block itself (only the blocks it hands out are touched).
   if (shm->phase() == ShmLink::Phase::kUnoffered) {
     OfferRingAhead(link, sender, recipient, bytes, /*prefault=*/false, shm);
