@@ -35,6 +35,14 @@ bool AppliedCopies::Contains(const Id& id) const {
   return ids_.count(id) > 0;
 }
 
+std::vector<AppliedCopies::Id> AppliedCopies::Ids() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Id> ids;
+  ids.reserve(order_.size());
+  for (const Entry& e : order_) ids.push_back(e.id);
+  return ids;
+}
+
 uint64_t AppliedCopies::evicted_young() const {
   std::lock_guard<std::mutex> lock(mu_);
   return evicted_young_;

@@ -16,6 +16,7 @@
 #include <deque>
 #include <mutex>
 #include <unordered_set>
+#include <vector>
 
 namespace ps {
 
@@ -39,6 +40,8 @@ class AppliedCopies {
   // when recording it forgot an id younger than kYoung.
   bool Insert(const Id& id, bool* forgot_young = nullptr);
   bool Contains(const Id& id) const;
+  // Every id kept, oldest first (a new server catching up takes them over).
+  std::vector<Id> Ids() const;
   uint64_t evicted_young() const;
 
  private:

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "applied_copies.h"
+#include "catch_up_records.h"
 #include "checkpoint.h"
 #include "ps/internal/job_services.h"
 #include "ps/internal/hash.h"
@@ -118,7 +119,10 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
         std::make_unique<ShardStore>(optimizer_.get(), options_.init),
         std::max<size_t>(options_.queue_capacity, 1)));
   }
-  if (!options_.checkpoint_dir.empty() && options_.resume) {
+  // A new server in a replicated job catches up from the live servers instead: a
+  // checkpoint of the dead one would bring back keys erased since.
+  const bool catches_up = Postoffice::Get()->replication() >= 2 && Postoffice::Get()->is_recovery();
+  if (!options_.checkpoint_dir.empty() && options_.resume && !catches_up) {
     Status loaded = LoadCheckpoint(CheckpointPath());
     if (loaded.ok()) {
       LOG(INFO) << "resumed from " << CheckpointPath() << " after " << pushes_taken_.load() << " pushes";
@@ -154,6 +158,14 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
       });
   server_->SimpleApp::set_request_handle(
       [this](const SimpleData& request, SimpleApp* app) { AnswerSimpleRequest(request, app); });
+  membership_listener_ = Postoffice::Get()->AddMembershipListener(
+      [this](const MembershipView& view) { OnMembership(view); });
+  {
+    // A node that joined before this app was made: its first table is in already.
+    std::lock_guard<std::mutex> lock(catch_up_mu_);
+    BeginCatchUpLocked();
+    CheckCaughtUpLocked(*Postoffice::Get()->membership());
+  }
   // Last: a constructor that throws runs no destructor to take it back.
   queue_depths_id_ = NodeActivity::Get()->AddQueueDepths([this] {
     std::vector<uint64_t> depths;
@@ -163,6 +175,11 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
 }
 
 OptimizerServer::~OptimizerServer() {
+  Postoffice::Get()->RemoveMembershipListener(membership_listener_);
+  {
+    std::lock_guard<std::mutex> lock(lifeline_->mu);  // a catch-up being sent ends first
+    lifeline_->alive = false;
+  }
   NodeActivity::Get()->RemoveQueueDepths(queue_depths_id_);
   if (clock_listener_ >= 0) {
     if (ClockClient* clocks = JobServices::Get()->clocks()) clocks->RemoveListener(clock_listener_);
@@ -205,6 +222,18 @@ OptimizerServer::Request* OptimizerServer::NewRequest(const KVMeta& meta,
 }
 
 void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
+  if ((meta.cmd == kCatchUpCmd || meta.cmd == kCatchUpIdsCmd || meta.cmd == kCatchUpEndCmd) &&
+      meta.push) {
+    return TakeCatchUp(meta, data);
+  }
+  if (meta.replica_of < 0 && Postoffice::Get()->catching_up()) {
+    // A key whose every other holder is dead still names this server: it has not its
+    // history yet (the copies of later pushes are taken above, as replica_of says).
+    return Refuse(meta, Status::Unavailable(
+                            "server " + std::to_string(Postoffice::Get()->my_rank()) +
+                            " is a new process catching up from its replicas: it serves no "
+                            "request before it holds its keys"));
+  }
   size_t n = data.keys.size();
   if (meta.push && (meta.replica_of >= 0 || meta.resent) && !TakeOnce(meta)) {
     return AnswerDuplicate(meta, data);

@@ -65,6 +65,15 @@ void OptimizerServer::AnswerSimpleRequest(const SimpleData& request, SimpleApp* 
     return;
   }
   RestoreReport report;
+  if (Postoffice::Get()->catching_up()) {
+    app->ResponseError(request, Status::Unavailable("it is catching up from its replicas"));
+    return;
+  }
+  if (caught_up_.load()) {
+    report.from_replicas = true;
+    app->Response(request, FormatRestoreReport(report));
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(restored_mu_);
     if (!restored_.checkpoint.empty() && restored_.pushes_by_worker.empty()) {
@@ -86,6 +95,7 @@ void OptimizerServer::AnswerSimpleRequest(const SimpleData& request, SimpleApp* 
 
 void OptimizerServer::MaybeCheckpoint() {
   if (options_.checkpoint_dir.empty()) return;
+  if (Postoffice::Get()->catching_up()) return;  // its state is not whole yet
   uint64_t pushes = pushes_taken_.load();
   bool due = (options_.checkpoint_every_pushes &&
               pushes - last_checkpoint_pushes_ >= options_.checkpoint_every_pushes) ||

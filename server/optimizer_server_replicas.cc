@@ -156,9 +156,11 @@ void OptimizerServer::SendReplicaCopies(Request* request, std::vector<Message>* 
     copy.meta.timestamp = timestamp;
     copy.meta.request_id = id;
     copy.meta.incarnation = customer->incarnation();
+    const Node* replica = Postoffice::Get()->membership()->Find(to);
     {
       std::lock_guard<std::mutex> lock(copies_mu_);
-      copies_in_flight_[id] = CopyInFlight{request, timestamp, to};
+      copies_in_flight_[id] =
+          CopyInFlight{request, timestamp, to, replica ? replica->identity : std::string()};
     }
     Status sent = Postoffice::Get()->Send(copy);
     if (!sent.ok()) EndCopy(id, sent, /*answered=*/false);
@@ -188,6 +190,12 @@ void OptimizerServer::EndCopy(uint64_t id, const Status& status, bool answered) 
   }
   server_->get_customer()->FinishRequest(copy.timestamp, status);
   const int rank = Postoffice::IDtoRank(copy.replica);
+  if (!copy.request) {
+    // A catch-up message (optimizer_server_catch_up.cc): no worker waits for it.
+    LOG_IF(WARNING, !status.ok()) << "a catch-up message to server " << rank << " ended: "
+                                  << status << " (it does not take its keys over)";
+    return;
+  }
   if (answered && !status.ok()) {
     // The replica refused what the owner took: their states may part. The worker hears
     // of it; the owner's state has the update.
@@ -195,10 +203,12 @@ void OptimizerServer::EndCopy(uint64_t id, const Status& status, bool answered) 
                                                     " refused the copy: " + status.message()));
     return;
   }
-  if (!answered && Postoffice::Get()->membership()->IsAlive(copy.replica)) {
+  const Node* replica = Postoffice::Get()->membership()->Find(copy.replica);
+  if (!answered && replica && replica->alive() && replica->identity == copy.process) {
     // The replica lives but did not take the copy (a send that failed or timed out, or
     // PS_REQUEST_TIMEOUT): not every live replica has the update, so the worker must not
-    // take it for acknowledged.
+    // take it for acknowledged. (A new process in its place gets the update with the
+    // keys it is sent when it catches up: this server applied it before.)
     EndPart(copy.request, Status::Unavailable("replica server " + std::to_string(rank) +
                                               " did not take the push's copy: " +
                                               status.message() +

@@ -214,17 +214,20 @@ void ShardStore::CloseRounds(int64_t minimum) {
     for (auto& [key, round] : rounds_.begin()->second) {
       // Created by Aggregate; an erase removes the key's rounds with it.
       Slot slot;
-      bool found = FindExisting(key, &slot);
-      if (!found) continue;
-      mean.resize(round.sum.size());
-      float n = static_cast<float>(round.count);
-      for (size_t i = 0; i < mean.size(); ++i) mean[i] = round.sum[i] / n;
-      optimizer_->Update(slot.values, slot.state(), mean.data(), slot.len, slot.NextStep());
+      if (FindExisting(key, &slot)) ApplyMean(slot, round.sum, round.count, &mean);
     }
     rounds_.erase(rounds_.begin());
   }
   closed_below_ = minimum;
   while (!parked_.empty() && parked_.begin()->first <= closed_below_) Unpark()(*this, Status::OK());
+}
+
+void ShardStore::ApplyMean(const Slot& slot, const std::vector<float>& sum, uint32_t count,
+                           std::vector<float>* mean) {
+  mean->resize(sum.size());
+  const float n = static_cast<float>(count);
+  for (size_t i = 0; i < mean->size(); ++i) (*mean)[i] = sum[i] / n;
+  optimizer_->Update(slot.values, slot.state(), mean->data(), slot.len, slot.NextStep());
 }
 
 Status ShardStore::Park(int64_t need, KeyList keys, ParkedTask task) {
@@ -274,28 +277,75 @@ size_t ShardStore::open_round_entries() const {
   return n;
 }
 
-void ShardStore::Snapshot(std::vector<CheckpointRecord>* out) const {
-  auto record = [&](const StoreKey& key, const float* values, uint32_t len, uint32_t steps) {
-    CheckpointRecord r;
-    r.key = key.key;
-    r.chunk = key.chunk;
-    r.chunk_offset = key.chunk_offset;
-    r.value_len = key.value_len;
-    r.steps = steps;
-    r.values.assign(values, values + len);
-    r.state.assign(values + len, values + len + len * width_);
-    out->push_back(std::move(r));
-  };
+void ShardStore::ForEachStored(
+    const std::function<void(const StoreKey&, const float*, uint32_t, uint32_t)>& fn) const {
   keys_.ForEach([&](Key key, const uint8_t* r) {
     Slot s = View(r);
-    record(StoreKey{key}, s.values, s.len, *s.steps);
+    fn(StoreKey{key}, s.values, s.len, *s.steps);
   });
   for (const auto& kv : chunks_) {
     StoreKey key = kv.first;
     key.chunk_offset = kv.second.chunk_offset;
     key.value_len = kv.second.value_len;
-    record(key, kv.second.values, kv.second.len, kv.second.steps);
+    fn(key, kv.second.values, kv.second.len, kv.second.steps);
   }
+}
+
+CheckpointRecord ShardStore::RecordOf(const StoreKey& key, const float* values, uint32_t len,
+                                      uint32_t steps) const {
+  CheckpointRecord r;
+  r.key = key.key;
+  r.chunk = key.chunk;
+  r.chunk_offset = key.chunk_offset;
+  r.value_len = key.value_len;
+  r.steps = steps;
+  r.values.assign(values, values + len);
+  r.state.assign(values + len, values + len + len * width_);
+  return r;
+}
+
+void ShardStore::CatchUpRecords(const std::function<bool(const StoreKey&)>& keep,
+                                std::vector<CatchUpRecord>* out) const {
+  ForEachStored([&](const StoreKey& key, const float* values, uint32_t len, uint32_t steps) {
+    if (!keep(key)) return;
+    CatchUpRecord r;
+    r.record = RecordOf(key, values, len, steps);
+    for (const auto& [clock, by_key] : rounds_) {
+      auto it = by_key.find(key);
+      if (it == by_key.end() || it->second.count == 0) continue;
+      r.rounds.push_back(OpenRound{clock, it->second.count, it->second.sum});
+    }
+    out->push_back(std::move(r));
+  });
+}
+
+Status ShardStore::RestoreCatchUp(const CatchUpRecord& r) {
+  Status s = Restore(r.record);
+  if (!s.ok()) return s;
+  StoreKey key{r.record.key, r.record.chunk, r.record.chunk_offset, r.record.value_len};
+  for (auto& clock : rounds_) clock.second.erase(key);
+  Slot slot;
+  std::vector<float> mean;
+  for (const OpenRound& round : r.rounds) {
+    if (round.sum.size() != r.record.values.size() || round.pushes == 0) {
+      return Status::InvalidArgument(key.Name() + ": an open round of another length");
+    }
+    if (round.clock < closed_below_) {
+      // Closed here already: applied now, as CloseRounds did for the others.
+      if (FindExisting(key, &slot)) ApplyMean(slot, round.sum, round.pushes, &mean);
+      continue;
+    }
+    Round& mine = rounds_[round.clock][key];
+    mine.sum = round.sum;
+    mine.count = round.pushes;
+  }
+  return Status::OK();
+}
+
+void ShardStore::Snapshot(std::vector<CheckpointRecord>* out) const {
+  ForEachStored([&](const StoreKey& key, const float* values, uint32_t len, uint32_t steps) {
+    out->push_back(RecordOf(key, values, len, steps));
+  });
 }
 
 Status ShardStore::Restore(const CheckpointRecord& record) {

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "catch_up_records.h"
 #include "checkpoint.h"
 #include "key_table.h"
 #include "ps/base.h"
@@ -173,6 +174,14 @@ class ShardStore {
   // Sets a key to exactly the record's values and state, and its step count to the
   // record's clamped to [0, kMaxSteps].
   Status Restore(const CheckpointRecord& record);
+  // Catch-up (replication): appends the record of every stored key or chunk for which
+  // `keep` is true, with the pushes held for it in open rounds.
+  void CatchUpRecords(const std::function<bool(const StoreKey&)>& keep,
+                      std::vector<CatchUpRecord>* out) const;
+  // Sets a key as Restore does, and its open rounds to the record's (its own dropped:
+  // the sender's state holds what they held). A round of a clock this store has closed
+  // already is applied at once, as CloseRounds would have.
+  Status RestoreCatchUp(const CatchUpRecord& record);
 
   // Keys and chunks stored.
   size_t num_keys() const { return keys_.size() + chunks_.size(); }
@@ -228,6 +237,16 @@ class ShardStore {
   Status FindOrCreate(const StoreKey& key, uint32_t want_len, uint32_t create_len, Slot* slot);
 
   Status Create(const StoreKey& key, uint32_t len, Slot* slot);
+  // Calls fn(key with its chunk layout, values, len, steps) for every whole key and chunk
+  // stored; `values` runs on into the key's state.
+  void ForEachStored(
+      const std::function<void(const StoreKey&, const float*, uint32_t, uint32_t)>& fn) const;
+  CheckpointRecord RecordOf(const StoreKey& key, const float* values, uint32_t len,
+                            uint32_t steps) const;
+  // One optimizer step on `slot` with the mean of a round's `count` pushes (`mean`:
+  // scratch).
+  void ApplyMean(const Slot& slot, const std::vector<float>& sum, uint32_t count,
+                 std::vector<float>* mean);
   // A stored key's or chunk's slot; false if absent.
   bool FindExisting(const StoreKey& key, Slot* slot);
   size_t PayloadBytes(uint32_t len) const { return sizeof(float) * len * (1 + width_); }

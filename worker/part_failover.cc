@@ -66,7 +66,17 @@ void RequestPipeline::KeepSentParts(Pending* p, const std::vector<Message>& mess
     p->parts[i].sent = std::make_unique<Message>(messages[i]);
     p->parts[i].first_server = p->parts[i].server;
     p->parts[i].first_part = static_cast<int64_t>(i);
+    if (Postoffice::Get()->replication() >= 2) {
+      const Node* server = Postoffice::Get()->membership()->Find(
+          Postoffice::ServerRankToID(p->parts[i].server));
+      if (server) p->parts[i].process = server->identity;
+    }
   }
+}
+
+bool RequestPipeline::PartServerGone(const MembershipView& view, const Part& part) {
+  const Node* server = view.Find(Postoffice::ServerRankToID(part.server));
+  return !server || !server->alive() || (!part.process.empty() && server->identity != part.process);
 }
 
 bool RequestPipeline::FailOverLater(uint64_t id, const Status& status) {
@@ -80,11 +90,12 @@ bool RequestPipeline::FailOverLater(uint64_t id, const Status& status) {
     if (it == pending_.end() || it->second->question) return false;
     bool dead_part = false;
     for (const Part& part : it->second->parts) {
-      if (!part.answered && !view->IsAlive(Postoffice::ServerRankToID(part.server))) {
-        dead_part = true;
-      }
+      if (!part.answered && PartServerGone(*view, part)) dead_part = true;
     }
-    if (!dead_part) return false;
+    // A peer of the request died after its part there was answered (the customer keeps
+    // a request's peers to its end): the request goes on, unless the node itself gives
+    // up (its scheduler is gone), which ends every request (GiveUp marks it first).
+    if (!dead_part) return !po->gave_up();
   }
   // On the control thread now, which sends nothing of the app's.
   customer_->RunOnOwnThread([this, id] { Reroute(id); });
@@ -106,7 +117,7 @@ void RequestPipeline::Reroute(uint64_t id) {
     Status failed;
     const size_t count = p.parts.size();
     for (size_t i = 0; i < count && failed.ok(); ++i) {
-      if (p.parts[i].answered || live(p.parts[i].server)) continue;
+      if (p.parts[i].answered || !PartServerGone(*view, p.parts[i])) continue;
       const int dead = p.parts[i].server;
       if (!p.parts[i].sent) {
         failed = Status::Unavailable("server " + std::to_string(dead) + " died and this part "
@@ -150,9 +161,12 @@ void RequestPipeline::Reroute(uint64_t id) {
         again.meta.first_part = p.parts[i].first_part;
         again.meta.sender_incarnation = 0;
         again.meta.sequence = 0;
+        const Node* target = view->Find(again.meta.recipient);
+        const std::string process = target ? target->identity : std::string();
         if (groups.size() == 1) {
           // Every key went to one server: the same part, sent there.
           p.parts[i].server = groups[g].first;
+          p.parts[i].process = process;
           p.parts[i].sent = std::make_unique<Message>(again);
           peers.push_back(again.meta.recipient);
           out.push_back(std::move(again));
@@ -169,6 +183,7 @@ void RequestPipeline::Reroute(uint64_t id) {
         }
         Part piece;
         piece.server = groups[g].first;
+        piece.process = process;
         piece.first_server = p.parts[i].first_server;
         piece.first_part = p.parts[i].first_part;
         if (p.pull) piece.asked = subset.keys;

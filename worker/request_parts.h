@@ -107,6 +107,10 @@ struct RequestPipeline::Part {
   std::unique_ptr<Message> sent;
   int first_server = -1;
   int64_t first_part = -1;
+  // With PS_REPLICATION >= 2: the identity of the server process it went to. A new
+  // process in a dead server's place has the same rank and node id: a part sent to the
+  // dead one still goes again (PartServerGone).
+  std::string process;
   // Split, after its server died, into parts for the servers that took its keys over:
   // it has no answer of its own (its pieces do).
   bool replaced = false;

@@ -18,7 +18,9 @@ namespace ps {
 std::string ServerRestart::DebugString() const {
   std::string text = "server " + std::to_string(server) + " restarted ";
   if (!status.ok()) return text + "(its report failed: " + status.message() + ")";
-  text += from_checkpoint ? "from " + checkpoint : std::string("empty (no checkpoint)");
+  text += from_replicas     ? std::string("from its replicas")
+          : from_checkpoint ? "from " + checkpoint
+                            : std::string("empty (no checkpoint)");
   text += ": " + std::to_string(acknowledged) + " pushes acknowledged before, " +
           std::to_string(kept) + " kept, " + std::to_string(lost()) + " lost";
   if (applied_unacknowledged()) {
@@ -95,8 +97,9 @@ std::vector<ServerRestart> AskServerRestarts(SimpleApp* app, RequestPipeline* pi
     }
     if (report.status.ok()) {
       report.from_checkpoint = restore.from_checkpoint;
+      report.from_replicas = restore.from_replicas;
       report.checkpoint = restore.file;
-      report.kept = restore.pushes;
+      report.kept = restore.from_replicas ? report.acknowledged : restore.pushes;
       pipeline->Restored(report.server, report.kept);
     } else if (report.status.code() == Status::Code::kUnimplemented) {
       // The server cannot tell: reported once, as unknown. (Any other failure, such as

@@ -167,13 +167,22 @@ NodeStats Postoffice::stats() const {
 }
 
 void Postoffice::InstallMembership(MembershipView view) {
-  // With replication, a dead server's keys go to their first live replica.
-  std::vector<int> dead_servers;
-  for (const Node& n : view.nodes) {
-    if (n.role == Node::kServerRole && n.state == Node::kDead) dead_servers.push_back(n.rank);
-  }
-  view.ring = view.ring.WithFailover(replication_, dead_servers);
+  // With replication, a dead server's keys go to their first live replica; so do those
+  // of a new server in a dead one's place until it has caught up (joining): it does not
+  // hold them yet.
   const MembershipView* old = membership_.Get();
+  std::vector<int> dead_servers;
+  std::set<int> down;  // servers down in this view or the one before
+  for (const MembershipView* v : {old, static_cast<const MembershipView*>(&view)}) {
+    for (const Node& n : v->nodes) {
+      const bool not_serving = n.state == Node::kDead || (n.state == Node::kJoining && v->version);
+      if (n.role != Node::kServerRole || !not_serving) continue;
+      down.insert(n.rank);
+      if (v == &view) dead_servers.push_back(n.rank);
+    }
+  }
+  if (static_cast<int>(down.size()) > most_servers_down_.load()) most_servers_down_ = down.size();
+  view.ring = view.ring.WithFailover(replication_, dead_servers);
   std::vector<Node> gone;
   std::vector<Node> replaced;  // live before and now, but another process (below)
   for (const Node& n : view.nodes) {
@@ -221,7 +230,11 @@ void Postoffice::InstallMembership(MembershipView view) {
       }
     }
   }
-  membership_.Publish(std::move(view));
+  const MembershipView* installed = membership_.Publish(std::move(view));
+  {
+    std::lock_guard<std::mutex> lock(listeners_mu_);
+    for (auto& listener : membership_listeners_) listener.second(*installed);
+  }
   if (first) return;
   for (const Node& n : gone) {
     if (n.state == Node::kDead) {

@@ -284,6 +284,7 @@ void Postoffice::SendHeartbeat() {
   hb.meta.request = true;
   hb.meta.recipient = kScheduler;
   Send(hb, SendMode::kNonBlocking);
+  SendCaughtUp();  // a new server that caught up says so until it is live
 }
 
 void Postoffice::CheckScheduler() {

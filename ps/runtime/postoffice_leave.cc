@@ -135,23 +135,21 @@ void Postoffice::WaitForNodesToLeave() {
 void Postoffice::ExitNonZeroIfNodesWereLost() {
   // A job that lost a node did not succeed, whatever the survivors did: a supervisor
   // that reads this process's exit status must not take it for success.
-  // With replication, servers fewer than PS_REPLICATION dead lost nothing: every key
-  // had a live replica, which served it from then on.
+  // With replication, servers fewer than PS_REPLICATION down at once (dead, or new in a
+  // dead one's place and catching up) lost nothing: every key had a live replica, which
+  // served it from then on.
+  const int most_down = most_servers_down_.load();
   std::string lost;
-  int dead_servers = 0;
   bool dead_other = false;
   for (const Node& n : membership_.Get()->nodes) {
     if (n.state != Node::kDead) continue;
     lost += (lost.empty() ? "" : ", ") + std::string(RoleName(n.role)) + " " +
             std::to_string(n.rank) + " (node " + std::to_string(n.id) + ")";
-    if (n.role == Node::kServerRole) {
-      ++dead_servers;
-    } else {
-      dead_other = true;
-    }
+    if (n.role != Node::kServerRole) dead_other = true;
   }
-  if (lost.empty()) return;
-  if (!dead_other && dead_servers < replication_) {
+  const bool copies_lost = replication_ >= 2 && most_down >= replication_;
+  if (lost.empty() && !copies_lost) return;
+  if (!dead_other && replication_ >= 2 && !copies_lost) {
     LOG(WARNING) << "the job lost " << lost << " (declared dead); with PS_REPLICATION="
                  << replication_ << " every key of the apps that keep replicas "
                                     "(OptimizerServer) kept a live replica, which served it "
@@ -160,8 +158,14 @@ void Postoffice::ExitNonZeroIfNodesWereLost() {
                                     "its requests for them failed)";
     return;
   }
-  LOG(ERROR) << "the job lost " << lost
-             << " (declared dead): this process exits with status 1 when it ends";
+  std::string what = lost.empty() ? lost : lost + " (declared dead)";
+  if (copies_lost) {
+    what += std::string(what.empty() ? "" : "; ") + std::to_string(most_down) +
+            " servers were down at once (dead, or catching up in a dead one's place), as many "
+            "as PS_REPLICATION=" + std::to_string(replication_) +
+            ": keys held only by them lost their updates";
+  }
+  LOG(ERROR) << "the job lost " << what << ": this process exits with status 1 when it ends";
   static std::once_flag registered;
   std::call_once(registered, [] { std::atexit(ExitWithStatusOne); });
 }

@@ -1,5 +1,9 @@
 // A new server in the place of a dead one (SchedulerRole::AdmitReplacement): the
-// restart path of a job without replication (docs/fault-tolerance.md).
+// restart path of a job without replication, and the way a replicated job gets its
+// copies back (docs/fault-tolerance.md). With replication the new server first catches
+// up: it is in the table as joining (connected, sent the copies of new pushes) while
+// the live servers send it the keys it holds, and its keys stay with their replicas
+// until it says it has them all (HandleCaughtUp).
 #include <glog/logging.h>
 
 #include <string>
@@ -18,12 +22,6 @@ bool SchedulerRole::AdmitReplacement(const Node& joining, std::string* why) {
   }
   if (joining.instance > 0) {
     *why = "only a worker process may run several workers";
-    return false;
-  }
-  if (config_.replication >= 2) {
-    *why = full + "; with PS_REPLICATION=" + std::to_string(config_.replication) +
-           " a dead server's keys are served by their replicas, and a new server cannot "
-           "take its place yet";
     return false;
   }
   Node* slot = nullptr;
@@ -80,7 +78,8 @@ bool SchedulerRole::AdmitReplacement(const Node& joining, std::string* why) {
   n.identity = joining.identity;
   n.rank_hint = joining.rank_hint;
   n.instance = 0;
-  n.state = Node::kLive;
+  const bool catches_up = config_.replication >= 2;
+  n.state = catches_up ? Node::kJoining : Node::kLive;
   postoffice_->van()->AdmitIdentity(n.identity);
   replacements_.insert(n.id);
   live_.insert(n.id);
@@ -88,12 +87,37 @@ bool SchedulerRole::AdmitReplacement(const Node& joining, std::string* why) {
   ++view_.version;
   // Connects this node to the new endpoints; the others do when the news reaches them.
   postoffice_->InstallMembership(view_);
-  LOG(WARNING) << "server " << n.rank << " (node " << n.id << ") is back: a new process at "
-               << n.endpoint << " takes the dead server's place and its keys (membership "
-               << "version " << view_.version << ")";
+  if (catches_up) {
+    LOG(WARNING) << "server " << n.rank << " (node " << n.id << ") is back: a new process at "
+                 << n.endpoint << " takes the dead server's place and catches up from the "
+                 << "live servers (PS_REPLICATION=" << config_.replication << "); its keys "
+                 << "stay with their replicas until it holds them (membership version "
+                 << view_.version << ")";
+  } else {
+    LOG(WARNING) << "server " << n.rank << " (node " << n.id << ") is back: a new process at "
+                 << n.endpoint << " takes the dead server's place and its keys (membership "
+                 << "version " << view_.version << ")";
+  }
   SendTable(n, /*replaces_dead_node=*/true);
   Broadcast(n.id);
   return true;
+}
+
+void SchedulerRole::HandleCaughtUp(const Message& msg) {
+  Node* n = nullptr;
+  for (Node& node : view_.nodes) {
+    if (node.id == msg.meta.sender) n = &node;
+  }
+  // Only a new server still catching up moves on; a late or repeated word changes nothing.
+  if (!n || n->role != Node::kServerRole || n->state != Node::kJoining || !live_.count(n->id)) {
+    return;
+  }
+  n->state = Node::kLive;
+  ++view_.version;
+  postoffice_->InstallMembership(view_);
+  LOG(WARNING) << "server " << n->rank << " (node " << n->id << ") caught up: it holds its "
+               << "keys and serves them again (membership version " << view_.version << ")";
+  Broadcast();
 }
 
 void SchedulerRole::AdmitParkedReplacement(int rank) {

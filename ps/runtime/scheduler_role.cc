@@ -76,6 +76,9 @@ void SchedulerRole::Handle(const Message& msg) {
     case Control::kBarrier:
       if (msg.meta.request) HandleBarrier(msg);
       break;
+    case Control::kCaughtUp:
+      HandleCaughtUp(msg);
+      break;
     case Control::kLeave:
       // The leaving node's final counters (a node that is not live sends none that count).
       if (live_.count(msg.meta.sender) && !msg.meta.body.empty()) {

@@ -63,9 +63,13 @@ class SchedulerRole {
   // PS_RANK, else the lowest dead rank. It gets that server's id and rank (so its keys)
   // with its own endpoints and identity, under a new membership version that every
   // node hears of (scheduler_replacement.cc). One whose PS_RANK names a server not yet
-  // declared dead waits (parked) until it is. False, with nothing changed and *why
-  // saying what to tell the node, when there is no such place.
+  // declared dead waits (parked) until it is. With replication it is joining, not live,
+  // until it caught up (HandleCaughtUp). False, with nothing changed and *why saying
+  // what to tell the node, when there is no such place.
   bool AdmitReplacement(const Node& node, std::string* why);
+  // A new server that caught up from its replicas (Control::kCaughtUp): it is live, and
+  // its keys are its own again.
+  void HandleCaughtUp(const Message& msg);
   // Server `rank` was declared dead: a replacement waiting for its place takes it.
   void AdmitParkedReplacement(int rank);
   // Server `rank` left (or the job ends): a replacement waiting for its place is refused.

@@ -5,7 +5,8 @@
 namespace ps {
 
 std::string FormatRestoreReport(const RestoreReport& report) {
-  return "checkpoint=" + std::string(report.from_checkpoint ? "1" : "0") +
+  return "checkpoint=" +
+         std::string(report.from_replicas ? "2" : report.from_checkpoint ? "1" : "0") +
          " pushes=" + std::to_string(report.pushes) + " file=" + report.file;
 }
 
@@ -13,9 +14,10 @@ bool ParseRestoreReport(const std::string& body, RestoreReport* report) {
   const std::string checkpoint = "checkpoint=", pushes = " pushes=", file = " file=";
   if (body.compare(0, checkpoint.size(), checkpoint) != 0) return false;
   size_t at = checkpoint.size();
-  if (at >= body.size() || (body[at] != '0' && body[at] != '1')) return false;
+  if (at >= body.size() || body[at] < '0' || body[at] > '2') return false;
   RestoreReport parsed;
   parsed.from_checkpoint = body[at] == '1';
+  parsed.from_replicas = body[at] == '2';
   ++at;
   if (body.compare(at, pushes.size(), pushes) != 0) return false;
   at += pushes.size();

@@ -27,6 +27,17 @@ HOW is one of:
                           taken once and the counts are exact. Runs up to 4 times until
                           one shows such a push in the servers' logs (most runs do),
                           and fails if none did: it did not test what it is for.
+  replaced_then_another_killed
+                          SGD counters, 12000 pushes per worker: server 1 killed with
+                          SIGKILL, a new server 1 started by hand at once (it waits for
+                          the death, then catches up from servers 0 and 2 while the
+                          pushes go on); once the scheduler says it caught up, server 2
+                          is killed too. Two servers of three died, one at a time: no
+                          push fails, the counts are exact, every survivor exits 0,
+                          and each worker reads that server 1 came back from its
+                          replicas with nothing lost. With --save_dir the two
+                          survivors' states hold every key: those of server 2 once
+                          (its replicas among them), the others on both, identical.
   launched                as kill_one_of_three under tracker/launch (LAUNCH) with
                           --env PS_REPLICATION=2: the launcher says the job goes on and
                           exits 0.
@@ -35,6 +46,10 @@ HOW is one of:
                           server 1 killed 2 s into the training: both exit 0, and the final training
                           losses differ by less than 0.001 (run-to-run noise is ~1e-5;
                           the loss starts at 0.69).
+  linear_restarted        as linear, the killed run with --restart-failed 1: a new
+                          server 1 catches up from the live servers (its rounds of
+                          synchronous aggregation with it) and serves its keys again;
+                          the losses agree as for linear.
 
 Usage: replication_test.py HOW APP [LAUNCH]
 """
@@ -231,6 +246,74 @@ def kill_one_of_three(app, f, lossy=False):
         return taken_twice
 
 
+REPLACED_PUSHES = 12000  # per worker, ~1 ms apart: two deaths and a catch-up mid-run
+
+
+def replaced_then_another_killed(app, f):
+    with Job() as job:
+        save = os.path.join(job.tmp.name, "saved")
+        os.makedirs(save)
+        args = [f"--pushes={REPLACED_PUSHES}", f"--keys={KEYS}", f"--save_dir={save}"]
+        env = dict(HEARTBEAT_ENV, PS_REPLICATION="2")
+        nodes = job.start_by_hand(app, WORKERS, SERVERS, args, extra_env=env)
+        scheduler = nodes["scheduler"]
+        if not wait_until(lambda: all(f"worker {r} pid" in nodes[f"worker {r}"].text()
+                                      for r in range(WORKERS)), START_S):
+            raise AssertionError("the workers did not start")
+        time.sleep(1.0)
+        victim = nodes["server 1"]
+        victim.kill()
+        killed_at = time.time()
+        replacement = Process("server 1 again", victim.cmd, victim.env, job.tmp.name)
+        job.procs.append(replacement)
+        if not f.expect(wait_until(lambda: re.search(r"server 1 \(node 10\) caught up",
+                                                     scheduler.text()), 60),
+                        "the scheduler did not say the new server 1 caught up"):
+            return
+        caught_up_at = time.time()
+        print(f"the new server 1 caught up {caught_up_at - killed_at:.1f} s after the kill")
+        f.expect(any(nodes[f"worker {r}"].poll() is None for r in range(WORKERS)),
+                 "the workers had finished before the catch-up: the test exercised nothing")
+        nodes["server 2"].kill()
+        survivors = [nodes[n] for n in ("scheduler", "server 0", "worker 0", "worker 1")]
+        survivors.append(replacement)
+        if not wait_exits(survivors, 120):
+            raise AssertionError("the job did not finish after the second kill")
+        print(f"the job finished {time.time() - caught_up_at:.1f} s after the catch-up")
+        f.expect(re.search(r"server 2 \(node 12, .*declared dead", scheduler.text())
+                 is not None, "the scheduler did not declare server 2 dead")
+        texts = [nodes[f"worker {r}"].text() for r in range(WORKERS)]
+        check_counts(f, texts, REPLACED_PUSHES)
+        for r, text in enumerate(texts):
+            f.expect(re.search(rf"worker {r} acknowledged \d+ lost 0 unacknowledged_applied 0 "
+                               r"restarts 1", text) is not None,
+                     f"worker {r} did not read one restart of server 1 with nothing lost")
+            f.expect("server 1 restarted from its replicas" in text,
+                     f"worker {r} did not read that server 1 came back from its replicas")
+        for p in survivors:
+            f.expect(p.proc.returncode == 0, f"{p.name} exited {p.proc.returncode}, not 0")
+        sent = sum(int(n) for p in (nodes["server 0"], nodes["server 2"]) for n in
+                   re.findall(r"sent server 1 the (\d+) keys it holds with this one", p.text()))
+        held = {}
+        for r in (0, 1):
+            path = os.path.join(save, f"server-{r}.ckpt")
+            if not f.expect(os.path.exists(path), f"server {r} saved nothing"):
+                return
+            held[r] = read_checkpoint(path)
+        print(f"servers 0 and 2 sent the new server 1 {sent} keys; it holds {len(held[1])}")
+        # Every key was pushed before the catch-up: server 1's keys all came in it.
+        f.expect(sent == len(held[1]), f"servers 0 and 2 sent server 1 {sent} keys; it holds "
+                 f"{len(held[1])}")
+        union = set(held[0]) | set(held[1])
+        f.expect(len(union) == KEYS, f"servers 0 and 1 hold {len(union)} keys, not {KEYS}")
+        shared = set(held[0]) & set(held[1])
+        differ = sum(1 for key in shared if held[0][key] != held[1][key])
+        print(f"{len(shared)} keys on both servers 0 and 1, {differ} differ")
+        f.expect(differ == 0, f"{differ} keys differ between server 0 and the new server 1")
+        left = job.left()
+        f.expect(left == [], f"processes left: {left}")
+
+
 def push_sent_again_after_its_copy(app, f, attempts=4):
     """kill_one_of_three_lossy: lossy runs until one shows a push taken twice (most do:
     the rest had every request in flight to server 1 held before its copy, behind a lost
@@ -274,15 +357,17 @@ def server_pid(rank, marker):
     return None
 
 
-def linear(app, launch, f):
+def linear(app, launch, f, restart=False):
     losses = {}
     for kill in (False, True):
         with Job() as job:
             cmd = [sys.executable, launch, "-n", str(WORKERS), "-s", str(SERVERS),
                    "--timeout", "120", "--consistency", "bsp",
                    "--env", "PS_REPLICATION=2", "--env", "PS_HEARTBEAT_INTERVAL=0.5",
-                   "--env", "PS_HEARTBEAT_TIMEOUT=3", "--env", f"HERDPS_TEST_MARKER={job.marker}",
-                   "--", app, "--epochs", "150"]
+                   "--env", "PS_HEARTBEAT_TIMEOUT=3", "--env", f"HERDPS_TEST_MARKER={job.marker}"]
+            if kill and restart:
+                cmd += ["--restart-failed", "1"]
+            cmd += ["--", app, "--epochs", "150"]
             p = Process("killed" if kill else "whole", cmd, dict(os.environ), job.tmp.name)
             job.procs.append(p)
             if kill:
@@ -305,6 +390,11 @@ def linear(app, launch, f):
             if kill:
                 f.expect("its keys fail over to their replicas" in out,
                          "the launcher did not say server 1's keys fail over")
+            if kill and restart:
+                f.expect("a new server 1 takes its place, catching up from them" in out,
+                         "the launcher did not start a new server 1")
+                f.expect(re.search(r"server 1 \(node 10\) caught up", out) is not None,
+                         "the new server 1 did not catch up")
     print(f"final training loss {losses[False]:.6f} as it is, {losses[True]:.6f} with server 1 "
           f"killed mid-run")
     f.expect(abs(losses[True] - losses[False]) < 1e-3,
@@ -313,8 +403,8 @@ def linear(app, launch, f):
 
 def main():
     hows = ("replicas_are_identical", "kill_one_of_three", "kill_one_of_three_lossy",
-            "launched", "linear")
-    launched_hows = ("launched", "linear")
+            "replaced_then_another_killed", "launched", "linear", "linear_restarted")
+    launched_hows = ("launched", "linear", "linear_restarted")
     if len(sys.argv) not in (3, 4) or sys.argv[1] not in hows or \
             (sys.argv[1] in launched_hows) != (len(sys.argv) == 4):
         print(__doc__, file=sys.stderr)
@@ -322,12 +412,14 @@ def main():
     how, app = sys.argv[1], os.path.realpath(sys.argv[2])
     if how == "launched":
         return run_checks(lambda f: launched(app, sys.argv[3], f))
-    if how == "linear":
-        return run_checks(lambda f: linear(app, sys.argv[3], f))
+    if how in ("linear", "linear_restarted"):
+        return run_checks(lambda f: linear(app, sys.argv[3], f, how == "linear_restarted"))
     if how == "kill_one_of_three_lossy":
         return run_checks(lambda f: push_sent_again_after_its_copy(app, f))
     return run_checks(lambda f: {"replicas_are_identical": replicas_are_identical,
-                                 "kill_one_of_three": kill_one_of_three}[how](app, f))
+                                 "kill_one_of_three": kill_one_of_three,
+                                 "replaced_then_another_killed":
+                                     replaced_then_another_killed}[how](app, f))
 
 
 if __name__ == "__main__":

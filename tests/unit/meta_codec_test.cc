@@ -167,7 +167,8 @@ TEST(MetaCodec, EveryFieldSurvivesTheRoundTrip) {
 
 TEST(MetaCodec, EveryControlCommandRoundTrips) {
   for (auto cmd : {Control::kAddNode, Control::kBarrier, Control::kHeartbeat, Control::kAck,
-                   Control::kTerminate, Control::kMembership, Control::kLeave}) {
+                   Control::kTerminate, Control::kMembership, Control::kLeave,
+                   Control::kCaughtUp}) {
     Message msg;
     msg.meta.control.cmd = cmd;
     msg.meta.control.barrier_group = 7;
@@ -487,12 +488,12 @@ TEST(MetaCodec, DecodeRejectsATokenOver1024Bytes) {
   EXPECT_TRUE(Contains(s, "join token of 1025 bytes is over the limit")) << s;
 }
 
-TEST(MetaCodec, DecodeRejectsTheFirstCommandPastLeave) {
+TEST(MetaCodec, DecodeRejectsTheFirstCommandPastCaughtUp) {
   herdps::wire::Meta p;
-  p.mutable_control()->set_cmd(static_cast<herdps::wire::Command>(Control::kLeave + 1));
+  p.mutable_control()->set_cmd(static_cast<herdps::wire::Command>(Control::kCaughtUp + 1));
   Status s = DecodeWire(p, {});
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(s, "unknown control command 8")) << s;
+  EXPECT_TRUE(Contains(s, "unknown control command 9")) << s;
 }
 
 }  // namespace

@@ -14,11 +14,13 @@ namespace {
 TEST(RestoreReport, RoundTripsEveryField) {
   for (const RestoreReport& written :
        {RestoreReport{true, 123, "/data/ckpt/server-1.ckpt"}, RestoreReport{false, 0, ""},
-        RestoreReport{true, UINT64_MAX, "a file with spaces and = signs"}}) {
+        RestoreReport{true, UINT64_MAX, "a file with spaces and = signs"},
+        RestoreReport{false, 0, "", /*from_replicas=*/true}}) {
     RestoreReport read;
     ASSERT_TRUE(ParseRestoreReport(FormatRestoreReport(written), &read))
         << FormatRestoreReport(written);
     EXPECT_EQ(read.from_checkpoint, written.from_checkpoint);
+    EXPECT_EQ(read.from_replicas, written.from_replicas);
     EXPECT_EQ(read.pushes, written.pushes);
     EXPECT_EQ(read.file, written.file);
   }
@@ -26,7 +28,7 @@ TEST(RestoreReport, RoundTripsEveryField) {
 
 TEST(RestoreReport, OtherBodiesAreNotReportsAndLeaveTheReportAlone) {
   for (const std::string body :
-       {"", "ok", "checkpoint=2 pushes=1 file=", "checkpoint=1 pushes= file=x",
+       {"", "ok", "checkpoint=3 pushes=1 file=", "checkpoint=1 pushes= file=x",
         "checkpoint=1 pushes=12x file=x", "checkpoint=1 pushes=5", "checkpoint=1  pushes=5 file=",
         "checkpoint=1 pushes=123456789012345678901 file="}) {
     RestoreReport report{true, 7, "untouched"};

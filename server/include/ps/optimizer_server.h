@@ -23,14 +23,17 @@
 
 #include <atomic>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "ps/internal/log_limiter.h"
+#include "ps/internal/membership.h"
 #include "ps/internal/message.h"
 #include "ps/kv_server.h"
 #include "ps/optimizer.h"
@@ -184,6 +187,22 @@ class OptimizerServer {
   // Answers a push taken before without applying it again (its pull, if any, is
   // served; a part sent again still goes on to the replicas that live).
   void AnswerDuplicate(const KVMeta& meta, const KVPairs<float>& data);
+  // Catch-up (optimizer_server_catch_up.cc): a new server in a dead one's place gets,
+  // from each live server, the keys the two hold, then the copies of later pushes.
+  // On the control loop, for each new membership: sends what a new server needs, or
+  // (on the new server) checks whether it has everything.
+  void OnMembership(const MembershipView& view);
+  // On the data receive thread, where copies leave: the keys server `rank` holds with
+  // this one, as a consistent cut of the pushes taken so far; every copy planned after
+  // it reaches that server after it.
+  void SendCatchUp(int rank, const std::string& identity);
+  bool SendCatchUpPart(int to, int cmd, const KVPairs<float>& part);
+  // On the new server: a catch-up message (records, or a sender's end).
+  void TakeCatchUp(const KVMeta& meta, const KVPairs<float>& data);
+  // catch_up_mu_ held: once every live server said it sent everything, tells the node.
+  void CheckCaughtUpLocked(const MembershipView& view);
+  // Registers this app's catch-up with the node when the node is catching up.
+  void BeginCatchUpLocked();
   // A request in progress, with `remaining` parts and copies to end before its answer.
   Request* NewRequest(const KVMeta& meta, const KVPairs<float>& data, int remaining);
   // Copies every shard's state, after the work queued before the call.
@@ -210,11 +229,32 @@ class OptimizerServer {
     Request* request = nullptr;
     int timestamp = 0;
     int replica = 0;  // node id
+    // The identity of the process it went to: a new process in a dead one's place
+    // (catching up) did not lose a copy sent to the dead one.
+    std::string process;
   };
   std::mutex copies_mu_;
   std::unordered_map<uint64_t, CopyInFlight> copies_in_flight_;  // under copies_mu_
   std::atomic<uint64_t> replica_losses_{0};
   std::unique_ptr<AppliedCopies> applied_copies_;
+  // Catch-up. Tasks posted to the receive thread hold the lifeline's lock while they
+  // run, and do nothing once the destructor has cut it.
+  struct Lifeline {
+    std::mutex mu;
+    bool alive = true;
+  };
+  std::shared_ptr<Lifeline> lifeline_ = std::make_shared<Lifeline>();
+  int membership_listener_ = -1;
+  std::mutex catch_up_mu_;
+  std::set<std::pair<int, std::string>> catch_up_sent_;  // new servers sent to (id, identity)
+  // On a new server: the servers that must send it their keys (id, identity), those that
+  // said they sent everything, and how many messages it took from each.
+  std::map<int, std::string> catch_up_senders_;
+  std::set<int> catch_up_from_;
+  std::map<int, uint64_t> catch_up_taken_;
+  int catch_up_ticket_ = -1;     // Postoffice::AddCatchUp's
+  bool catch_up_failed_ = false;  // a message it could not take: it never says caught up
+  std::atomic<bool> caught_up_{false};  // it holds its keys from its replicas
   std::atomic<uint64_t> duplicates_{0};
   LogLimiter replica_log_;
   int clock_listener_ = -1;  // sync_aggregation: closes rounds as the clocks move

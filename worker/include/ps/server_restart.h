@@ -26,6 +26,9 @@ struct ServerRestart {
   // gone again) is reported and asked again at the next call.
   Status status;
   bool from_checkpoint = false;  // false: it started empty and holds nothing
+  // Replication: it caught up from the live servers, so it holds every acknowledged push
+  // (kept is set to acknowledged; nothing lost).
+  bool from_replicas = false;
   std::string checkpoint;        // the file it resumed from
   uint64_t acknowledged = 0;     // this worker's pushes the dead process acknowledged
   uint64_t kept = 0;             // this worker's pushes the restored state holds

@@ -90,6 +90,7 @@ struct PipelineRequest {
 };
 
 class SentKeyLists;
+struct MembershipView;
 
 class RequestPipeline {
  public:
@@ -219,11 +220,15 @@ class RequestPipeline {
   // PS_REPLICATION >= 2) and for sending its keys again (key caching).
   void KeepSentParts(Pending* p, const std::vector<Message>& messages);
   // Request `id` ends early with `status`: true when instead its parts whose server
-  // died go again to their keys' new servers (posted to the customer's own thread).
+  // died go again to their keys' new servers (posted to the customer's own thread), or
+  // when its parts on a server that died were all answered before (it goes on).
   bool FailOverLater(uint64_t id, const Status& status);
   // Sends request `id`'s parts whose server is dead to the replicas that took their
   // keys over, marked resent; ends the request when one has no live replica.
   void Reroute(uint64_t id);
+  // Whether the server process `part` went to is gone: not in the job, or replaced by
+  // a new process in its place (another identity).
+  static bool PartServerGone(const MembershipView& view, const Part& part);
   // Encodes the values of push parts whose keys have a codec; throws ps::Error (nothing
   // sent) on values a codec refuses.
   void Encode(const PipelineRequest& req, const Pending& p, std::vector<Message>* messages);

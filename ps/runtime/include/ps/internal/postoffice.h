@@ -30,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <tuple>
@@ -170,6 +171,23 @@ class Postoffice {
   // used: the scheduler's PS_HEARTBEAT_TIMEOUT decides who is dead.
   std::vector<int> GetDeadNodes(int t = 60);
 
+  // Runs `listener` on the control loop after each new membership this node installs
+  // (it must not block: post real work elsewhere). Returns an id for
+  // RemoveMembershipListener, after whose return it never runs again. Thread-safe.
+  using MembershipListener = std::function<void(const MembershipView& view)>;
+  int AddMembershipListener(MembershipListener listener);
+  void RemoveMembershipListener(int id);
+  // Replication (docs/fault-tolerance.md): whether this node is a new server in a dead
+  // one's place that has not caught up yet (joining in the table: its keys are still
+  // served by their replicas). Thread-safe.
+  bool catching_up() const;
+  // For each app that keeps replicas (OptimizerServer) on such a server: a ticket, then
+  // CatchUpDone(ticket) once the app holds what every live server sent it. When every
+  // ticket is done the node tells the scheduler (Control::kCaughtUp), again with each
+  // heartbeat until its table says it is live. Thread-safe.
+  int AddCatchUp();
+  void CatchUpDone(int ticket);
+
   // For SchedulerRole (on the control loop): makes `view` this node's membership,
   // connects to new nodes, forgets gone ones and ends the requests waiting for them.
   void InstallMembership(MembershipView view);
@@ -294,6 +312,21 @@ class Postoffice {
   // when off.
   std::unique_ptr<ResendOutbox> outbox_[2];
   std::unique_ptr<DropInjector> drops_;  // PS_DROP_RATE
+
+  // Membership listeners and catch-up tickets (postoffice_catch_up.cc). A listener may
+  // take tickets: listeners_mu_ comes before catch_up_mu_.
+  std::mutex listeners_mu_;
+  std::map<int, MembershipListener> membership_listeners_;  // under listeners_mu_
+  int next_listener_ = 0;
+  mutable std::mutex catch_up_mu_;
+  std::set<int> catch_up_pending_;  // tickets not done, under catch_up_mu_
+  int next_catch_up_ = 0;
+  bool caught_up_ = false;  // every ticket done; under catch_up_mu_
+  void SendCaughtUp();
+  // The most servers down at once (dead, or catching up) in the views this node saw,
+  // each view counted with the one before it: with replication, what says whether
+  // every key kept a live copy (ExitNonZeroIfNodesWereLost). Written on the control loop.
+  std::atomic<int> most_servers_down_{0};
 
   // Customers, and data that arrived before its customer (inbound dispatch).
   std::unique_ptr<CustomerDirectory> directory_;

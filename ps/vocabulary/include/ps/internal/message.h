@@ -71,9 +71,9 @@ const char* StateName(Node::State state);
 struct Control {
   enum Command {
     kData = 0, kAddNode = 1, kBarrier = 2, kHeartbeat = 3, kAck = 4, kTerminate = 5,
-    kMembership = 6, kLeave = 7
+    kMembership = 6, kLeave = 7, kCaughtUp = 8
   };
-  static constexpr int kLastCommand = kLeave;
+  static constexpr int kLastCommand = kCaughtUp;
   Command cmd = kData;
   std::vector<Node> nodes;
   int barrier_group = 0;

@@ -4,8 +4,10 @@
 //
 // It travels as a SimpleApp request of head kRestoreReportHead from the worker's
 // KVWorker to the server's KVServer (both SimpleApps of the app), answered with the
-// body FormatRestoreReport writes: "checkpoint=<0|1> pushes=<n> file=<path>", n being
-// the push requests of the asking worker that the restored state holds.
+// body FormatRestoreReport writes: "checkpoint=<0|1|2> pushes=<n> file=<path>", n being
+// the push requests of the asking worker that the restored state holds; checkpoint=2
+// says the server caught up from its replicas (replication) and holds every
+// acknowledged push (n is then 0 and means nothing).
 #ifndef PS_INTERNAL_RESTORE_REPORT_H_
 #define PS_INTERNAL_RESTORE_REPORT_H_
 
@@ -21,6 +23,7 @@ struct RestoreReport {
   bool from_checkpoint = false;  // false: the server started empty
   uint64_t pushes = 0;           // the asking worker's push requests it holds
   std::string file;              // the checkpoint it resumed from
+  bool from_replicas = false;    // it caught up from its replicas: nothing was lost
 };
 
 std::string FormatRestoreReport(const RestoreReport& report);

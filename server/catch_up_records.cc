@@ -1,0 +1,236 @@
+#include "catch_up_records.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "shard_store.h"
+
+namespace ps {
+namespace {
+
+float Word(uint32_t w) {
+  float f;
+  std::memcpy(&f, &w, sizeof(f));
+  return f;
+}
+
+uint32_t WordOf(float f) {
+  uint32_t w;
+  std::memcpy(&w, &f, sizeof(w));
+  return w;
+}
+
+constexpr size_t kIdWords = 8;  // an applied id's entry
+
+// Floats of one record's entry (the layout in the header).
+size_t EntryFloats(const CatchUpRecord& r, size_t width) {
+  const size_t len = r.record.values.size();
+  size_t n = 3 + (r.record.chunk >= 0 ? 4 : 0) + len * (1 + width) + 1;
+  for (const OpenRound& round : r.rounds) n += 3 + round.sum.size();
+  return n;
+}
+
+void Append(const CatchUpRecord& r, float* out) {
+  const CheckpointRecord& c = r.record;
+  const size_t len = c.values.size();
+  *out++ = Word(static_cast<uint32_t>(c.steps));
+  *out++ = Word(static_cast<uint32_t>(c.chunk + 1));
+  *out++ = Word(static_cast<uint32_t>(len));
+  if (c.chunk >= 0) {
+    *out++ = Word(static_cast<uint32_t>(c.chunk_offset));
+    *out++ = Word(static_cast<uint32_t>(c.chunk_offset >> 32));
+    *out++ = Word(static_cast<uint32_t>(c.value_len));
+    *out++ = Word(static_cast<uint32_t>(c.value_len >> 32));
+  }
+  std::memcpy(out, c.values.data(), sizeof(float) * len);
+  out += len;
+  if (!c.state.empty()) std::memcpy(out, c.state.data(), sizeof(float) * c.state.size());
+  out += c.state.size();
+  *out++ = Word(static_cast<uint32_t>(r.rounds.size()));
+  for (const OpenRound& round : r.rounds) {
+    *out++ = Word(static_cast<uint32_t>(round.clock));
+    *out++ = Word(static_cast<uint32_t>(static_cast<uint64_t>(round.clock) >> 32));
+    *out++ = Word(round.pushes);
+    std::memcpy(out, round.sum.data(), sizeof(float) * round.sum.size());
+    out += round.sum.size();
+  }
+}
+
+}  // namespace
+
+Status NextCatchUpMessage(const std::vector<CatchUpRecord>& records, size_t* begin,
+                          size_t state_width, size_t max_floats, KVPairs<float>* out) {
+  // One message: keys ascending strictly, about max_floats values.
+  const size_t first = *begin;
+  size_t end = first, floats = 0;
+  while (end < records.size() &&
+         (end == first || (records[end].record.key > records[end - 1].record.key &&
+                           floats + EntryFloats(records[end], state_width) <= max_floats))) {
+    const size_t n = EntryFloats(records[end], state_width);
+    if (n > static_cast<size_t>(INT32_MAX)) {
+      return Status::InvalidArgument(
+          "the catch-up entry of key " + std::to_string(records[end].record.key) + " takes " +
+          std::to_string(n) + " floats, more than a length can say (2^31 - 1)");
+    }
+    floats += n;
+    ++end;
+  }
+  KVPairs<float> m;
+  m.keys.resize(end - first);
+  m.lens.resize(end - first);
+  m.vals.resize(floats);
+  float* at = m.vals.data();
+  for (size_t i = first; i < end; ++i) {
+    m.keys[i - first] = records[i].record.key;
+    const size_t n = EntryFloats(records[i], state_width);
+    m.lens[i - first] = static_cast<int>(n);
+    Append(records[i], at);
+    at += n;
+  }
+  *out = std::move(m);
+  *begin = end;
+  return Status::OK();
+}
+
+KVPairs<float> EncodeCatchUpEnd(uint64_t messages_before) {
+  KVPairs<float> m;
+  m.keys.resize(1, 0);
+  m.lens.resize(1, 2);
+  m.vals.resize(2);
+  m.vals[0] = Word(static_cast<uint32_t>(messages_before));
+  m.vals[1] = Word(static_cast<uint32_t>(messages_before >> 32));
+  return m;
+}
+
+Status DecodeCatchUpEnd(const KVPairs<float>& data, uint64_t* messages_before) {
+  if (data.keys.size() != 1 || data.vals.size() != 2) {
+    return Status::InvalidArgument("a catch-up end holds one entry of 2 words");
+  }
+  *messages_before = WordOf(data.vals[0]) | static_cast<uint64_t>(WordOf(data.vals[1])) << 32;
+  return Status::OK();
+}
+
+Status DecodeCatchUp(const KVPairs<float>& data, size_t state_width,
+                     std::vector<CatchUpRecord>* out) {
+  const size_t n = data.keys.size();
+  if (data.lens.size() != n) {
+    return Status::InvalidArgument("a catch-up message needs one length per key");
+  }
+  const float* at = data.vals.data();
+  const float* const end = at + data.vals.size();
+  for (size_t i = 0; i < n; ++i) {
+    auto which = [&] { return "catch-up entry of key " + std::to_string(data.keys[i]); };
+    if (data.lens[i] < 4 || static_cast<size_t>(end - at) < static_cast<size_t>(data.lens[i])) {
+      return Status::InvalidArgument(which() + ": length " + std::to_string(data.lens[i]) +
+                                     " does not fit the message");
+    }
+    const float* const stop = at + data.lens[i];
+    auto left = [&] { return static_cast<size_t>(stop - at); };
+    CatchUpRecord r;
+    CheckpointRecord& c = r.record;
+    c.key = data.keys[i];
+    c.steps = WordOf(*at++);
+    const uint32_t chunk_word = WordOf(*at++);
+    if (chunk_word > 0x80000000u) {
+      return Status::InvalidArgument(which() + ": chunk " + std::to_string(chunk_word - 1));
+    }
+    c.chunk = static_cast<int32_t>(static_cast<int64_t>(chunk_word) - 1);
+    const uint32_t len = WordOf(*at++);
+    if (len == 0 || len > kMaxValueLength) {
+      return Status::InvalidArgument(which() + ": " + std::to_string(len) + " values");
+    }
+    if (c.chunk >= 0) {
+      if (left() < 4) return Status::InvalidArgument(which() + ": its chunk layout is cut short");
+      c.chunk_offset = WordOf(at[0]) | static_cast<uint64_t>(WordOf(at[1])) << 32;
+      c.value_len = WordOf(at[2]) | static_cast<uint64_t>(WordOf(at[3])) << 32;
+      at += 4;
+      if (c.chunk_offset >= c.value_len || len > c.value_len - c.chunk_offset) {
+        return Status::InvalidArgument(which() + ": a chunk of " + std::to_string(len) +
+                                       " values at " + std::to_string(c.chunk_offset) +
+                                       " of a value of " + std::to_string(c.value_len));
+      }
+    }
+    const size_t payload = size_t{len} * (1 + state_width);
+    if (left() < payload + 1) {
+      return Status::InvalidArgument(which() + ": its values are cut short");
+    }
+    c.values.assign(at, at + len);
+    c.state.assign(at + len, at + payload);
+    at += payload;
+    const uint32_t rounds = WordOf(*at++);
+    for (uint32_t k = 0; k < rounds; ++k) {
+      if (left() < 3 + size_t{len}) {
+        return Status::InvalidArgument(which() + ": its open rounds are cut short");
+      }
+      OpenRound round;
+      round.clock =
+          static_cast<int64_t>(WordOf(at[0]) | static_cast<uint64_t>(WordOf(at[1])) << 32);
+      round.pushes = WordOf(at[2]);
+      round.sum.assign(at + 3, at + 3 + len);
+      at += 3 + len;
+      if (round.pushes == 0 || (!r.rounds.empty() && round.clock <= r.rounds.back().clock)) {
+        return Status::InvalidArgument(which() + ": an open round without pushes or out of order");
+      }
+      r.rounds.push_back(std::move(round));
+    }
+    if (left() != 0) return Status::InvalidArgument(which() + ": " + std::to_string(left()) +
+                                                    " floats more than its layout");
+    out->push_back(std::move(r));
+  }
+  if (at != end) return Status::InvalidArgument("a catch-up message has values past its keys");
+  return Status::OK();
+}
+
+std::vector<KVPairs<float>> EncodeAppliedIds(const std::vector<AppliedCopies::Id>& ids,
+                                             size_t max_ids) {
+  std::vector<KVPairs<float>> messages;
+  for (size_t begin = 0; begin < ids.size(); begin += max_ids) {
+    const size_t n = std::min(max_ids, ids.size() - begin);
+    KVPairs<float> m;
+    m.keys.resize(n);
+    m.lens.resize(n);
+    m.vals.resize(n * kIdWords);
+    float* out = m.vals.data();
+    for (size_t i = 0; i < n; ++i) {
+      const AppliedCopies::Id& id = ids[begin + i];
+      m.keys[i] = i;
+      m.lens[i] = static_cast<int>(kIdWords);
+      *out++ = Word(static_cast<uint32_t>(id.worker));
+      *out++ = Word(static_cast<uint32_t>(id.customer));
+      *out++ = Word(static_cast<uint32_t>(id.request));
+      *out++ = Word(static_cast<uint32_t>(id.request >> 32));
+      *out++ = Word(static_cast<uint32_t>(id.chunk));
+      *out++ = Word(static_cast<uint32_t>(id.first_server));
+      *out++ = Word(static_cast<uint32_t>(id.first_part));
+      *out++ = Word(static_cast<uint32_t>(static_cast<uint64_t>(id.first_part) >> 32));
+    }
+    messages.push_back(std::move(m));
+  }
+  return messages;
+}
+
+Status DecodeAppliedIds(const KVPairs<float>& data, std::vector<AppliedCopies::Id>* out) {
+  const size_t n = data.keys.size();
+  if (data.vals.size() != n * kIdWords) {
+    return Status::InvalidArgument("a catch-up message of applied pushes holds " +
+                                   std::to_string(data.vals.size()) + " words for " +
+                                   std::to_string(n) + " ids of " + std::to_string(kIdWords));
+  }
+  const float* at = data.vals.data();
+  for (size_t i = 0; i < n; ++i, at += kIdWords) {
+    AppliedCopies::Id id;
+    id.worker = static_cast<int>(WordOf(at[0]));
+    id.customer = static_cast<int>(WordOf(at[1]));
+    id.request = WordOf(at[2]) | static_cast<uint64_t>(WordOf(at[3])) << 32;
+    id.chunk = static_cast<int32_t>(WordOf(at[4]));
+    id.first_server = static_cast<int>(WordOf(at[5]));
+    id.first_part =
+        static_cast<int64_t>(WordOf(at[6]) | static_cast<uint64_t>(WordOf(at[7])) << 32);
+    out->push_back(id);
+  }
+  return Status::OK();
+}
+
+}  // namespace ps

@@ -1,0 +1,278 @@
+// OptimizerServer: catching up a new server in a dead one's place (PS_REPLICATION >= 2,
+// docs/fault-tolerance.md).
+//
+// The scheduler admits the new server as joining: every node connects to it, and each
+// live server forwards it the copies of the pushes it takes on keys the two hold, while
+// the workers still send its keys to their replicas. Each live server also sends it,
+// once, every key the two hold (values, optimizer state, step count, open rounds), cut
+// on the data receive thread: the copies planned before the cut are in it, those
+// planned after reach the new server after it (one connection, in order). The new
+// server sets each key to what it is sent, so a copy that came before the cut is
+// neither lost nor counted twice. Once every live server has said it sent everything,
+// the new server tells the scheduler, which makes it live: its keys come back to it.
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "applied_copies.h"
+#include "catch_up_records.h"
+#include "ps/internal/postoffice.h"
+#include "ps/optimizer_server.h"
+#include "shard_thread.h"
+
+namespace ps {
+namespace {
+
+// Values per catch-up message (4 MiB of floats): large enough to cost little per
+// message, small enough not to hold the connection long for the copies behind it.
+constexpr size_t kCatchUpFloatsPerMessage = size_t{1} << 20;
+
+}  // namespace
+
+void OptimizerServer::BeginCatchUpLocked() {
+  Postoffice* po = Postoffice::Get();
+  if (catch_up_ticket_ >= 0 || !po->catching_up()) return;
+  catch_up_ticket_ = po->AddCatchUp();
+  // The servers live now hold every key this one holds that has a copy left: each must
+  // send them all before this one serves any.
+  for (const Node& n : po->membership()->nodes) {
+    if (n.role == Node::kServerRole && n.state == Node::kLive) catch_up_senders_[n.id] = n.identity;
+  }
+  if (!restored().checkpoint.empty()) {
+    // An app made before ps::Start resumed before it knew: the checkpoint may hold keys
+    // erased since, which the catch-up would not remove.
+    catch_up_failed_ = true;
+    LOG(ERROR) << "this server resumed from " << restored().checkpoint << " before it knew "
+               << "it catches up from its replicas: it will not take its keys over (with "
+               << "PS_REPLICATION >= 2 a new server must start empty; make the "
+               << "OptimizerServer after ps::Start, which then skips the checkpoint)";
+  }
+  LOG(INFO) << "server " << po->my_rank() << " takes a dead server's place and catches up: "
+            << "its keys stay with their replicas until every live server has sent them";
+}
+
+void OptimizerServer::OnMembership(const MembershipView& view) {
+  Postoffice* po = Postoffice::Get();
+  if (po->replication() < 2 || !po->is_server()) return;
+  const Node* me = view.Find(po->my_id());
+  if (!me) return;
+  std::lock_guard<std::mutex> lock(catch_up_mu_);
+  if (me->state == Node::kJoining) {
+    BeginCatchUpLocked();
+    CheckCaughtUpLocked(view);  // a server it waited for may have died
+    return;
+  }
+  if (me->state != Node::kLive) return;
+  for (const Node& n : view.nodes) {
+    if (n.role != Node::kServerRole || n.state != Node::kJoining || n.id == me->id) continue;
+    if (!catch_up_sent_.insert({n.id, n.identity}).second) continue;
+    const int rank = n.rank;
+    const std::string identity = n.identity;
+    std::shared_ptr<Lifeline> lifeline = lifeline_;
+    const bool posted = po->van()->RunOnReceiver(Channel::kData, [this, lifeline, rank, identity] {
+      std::lock_guard<std::mutex> alive(lifeline->mu);
+      if (lifeline->alive) SendCatchUp(rank, identity);
+    });
+    LOG_IF(ERROR, !posted) << "cannot send server " << rank << " its keys: the van does not "
+                           << "run; it stays out of the job's placement";
+  }
+}
+
+void OptimizerServer::SendCatchUp(int rank, const std::string& identity) {
+  Postoffice* po = Postoffice::Get();
+  const MembershipView* view = po->membership();
+  const int to = Postoffice::ServerRankToID(rank);
+  const Node* target = view->Find(to);
+  // Live already (another server's word could not make it so: it waits for this one's),
+  // gone, or another process by now: nothing to send.
+  if (!target || target->state != Node::kJoining || target->identity != identity) return;
+  const ConsistentHashRing& ring = view->ring;
+  const int replication = po->replication();
+  std::vector<CatchUpRecord> records;
+  for (auto& shard : shards_) {
+    shard->RunAndWait([&](ShardStore& store) {
+      std::vector<int> replicas;
+      store.CatchUpRecords(
+          [&](const StoreKey& key) {
+            if (key.chunk >= 0) {
+              ring.ReplicasOfChunk(key.key, static_cast<uint32_t>(key.chunk), replication,
+                                   &replicas);
+            } else {
+              ring.ReplicasOf(key.key, replication, &replicas);
+            }
+            return std::find(replicas.begin(), replicas.end(), rank) != replicas.end();
+          },
+          &records);
+    });
+  }
+  std::sort(records.begin(), records.end(), [](const CatchUpRecord& a, const CatchUpRecord& b) {
+    return a.record.key != b.record.key ? a.record.key < b.record.key
+                                        : a.record.chunk < b.record.chunk;
+  });
+  // The pushes taken once here: a worker may send one of them again to the new server
+  // once it is live (a part in flight to the dead one), which must not apply it twice.
+  const std::vector<AppliedCopies::Id> ids = applied_copies_->Ids();
+  // Encoded and sent a message at a time, each record's arrays freed once sent: the
+  // copy of the state is the most this holds.
+  uint64_t sent = 0;
+  size_t bytes = 0;
+  for (size_t next = 0; next < records.size();) {
+    const size_t first = next;
+    KVPairs<float> m;
+    Status s = NextCatchUpMessage(records, &next, optimizer_->StateWidth(),
+                                  kCatchUpFloatsPerMessage, &m);
+    if (!s.ok()) {
+      LOG(ERROR) << "cannot send server " << rank << " its keys: " << s
+                 << "; it stays out of the job's placement";
+      return;
+    }
+    if (!SendCatchUpPart(to, kCatchUpCmd, m)) return;  // logged; the end never comes
+    ++sent;
+    bytes += m.vals.size() * sizeof(float) + m.keys.size() * (sizeof(Key) + sizeof(int));
+    for (size_t i = first; i < next; ++i) records[i] = CatchUpRecord();
+  }
+  for (const KVPairs<float>& m : EncodeAppliedIds(ids, kCatchUpFloatsPerMessage / 8)) {
+    if (!SendCatchUpPart(to, kCatchUpIdsCmd, m)) return;
+    ++sent;
+  }
+  if (!SendCatchUpPart(to, kCatchUpEndCmd, EncodeCatchUpEnd(sent))) return;
+  LOG(INFO) << "sent server " << rank << " the " << records.size() << " keys it holds with "
+            << "this one (" << bytes << " bytes) and " << ids.size() << " pushes taken once, in "
+            << sent + 1 << " messages; the copies of later pushes follow";
+}
+
+bool OptimizerServer::SendCatchUpPart(int to, int cmd, const KVPairs<float>& part) {
+  Customer* customer = server_->get_customer();
+  Message msg;
+  msg.meta.app_id = server_->app_id();
+  msg.meta.customer_id = server_->app_id();
+  msg.meta.request = true;
+  msg.meta.push = true;
+  msg.meta.head = cmd;
+  msg.meta.recipient = to;
+  AppendKVPairs(part, &msg);
+  uint64_t id = 0;
+  const int timestamp = customer->NewRequest({to}, &id);
+  msg.meta.timestamp = timestamp;
+  msg.meta.request_id = id;
+  msg.meta.incarnation = customer->incarnation();
+  {
+    std::lock_guard<std::mutex> lock(copies_mu_);
+    copies_in_flight_[id] = CopyInFlight{nullptr, timestamp, to, std::string()};  // none waits
+  }
+  Status sent = Postoffice::Get()->Send(msg);
+  if (sent.ok()) return true;
+  LOG(ERROR) << "cannot send server " << Postoffice::IDtoRank(to) << " its keys: " << sent
+             << "; it stays out of the job's placement";
+  EndCopy(id, sent, /*answered=*/false);
+  return false;
+}
+
+void OptimizerServer::TakeCatchUp(const KVMeta& meta, const KVPairs<float>& data) {
+  Postoffice* po = Postoffice::Get();
+  if (!IsServerId(meta.sender) || meta.pull) {
+    return Refuse(meta, Status::InvalidArgument(
+                            "push cmds 0x43544348, 0x43544349 and 0x43544345 are catch-up "
+                            "messages, which only servers send to a new server catching up"));
+  }
+  if (!po->catching_up()) {
+    return Refuse(meta, Status::InvalidArgument("this server is not catching up"));
+  }
+  const int from = Postoffice::IDtoRank(meta.sender);
+  auto fail = [&](const Status& why) {
+    {
+      std::lock_guard<std::mutex> lock(catch_up_mu_);
+      catch_up_failed_ = true;
+    }
+    LOG(ERROR) << "a catch-up message from server " << from << " cannot be taken (" << why
+               << "): this server will not take its keys over";
+    Refuse(meta, why);
+  };
+  if (meta.cmd == kCatchUpEndCmd) {
+    uint64_t before = 0;
+    Status bad = DecodeCatchUpEnd(data, &before);
+    if (!bad.ok()) return fail(bad);
+    // What it sent before is queued on the shards; once applied, it counts as sent.
+    for (auto& shard : shards_) shard->RunAndWait([](ShardStore&) {});
+    {
+      std::lock_guard<std::mutex> lock(catch_up_mu_);
+      if (catch_up_taken_[meta.sender] != before) {
+        catch_up_failed_ = true;
+        LOG(ERROR) << "server " << from << " sent " << before << " catch-up messages and this "
+                   << "server took " << catch_up_taken_[meta.sender] << " (the others were "
+                   << "refused or lost): it will not take its keys over";
+      }
+      catch_up_from_.insert(meta.sender);
+      CheckCaughtUpLocked(*po->membership());
+    }
+    server_->Response(meta);
+    answered_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (meta.cmd == kCatchUpIdsCmd) {
+    std::vector<AppliedCopies::Id> ids;
+    Status bad = DecodeAppliedIds(data, &ids);
+    if (!bad.ok()) return fail(bad);
+    for (const AppliedCopies::Id& id : ids) applied_copies_->Insert(id);
+    {
+      std::lock_guard<std::mutex> lock(catch_up_mu_);
+      ++catch_up_taken_[meta.sender];
+    }
+    server_->Response(meta);
+    answered_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  auto records = std::make_shared<std::vector<CatchUpRecord>>();
+  Status bad = DecodeCatchUp(data, optimizer_->StateWidth(), records.get());
+  if (!bad.ok()) return fail(bad);
+  {
+    std::lock_guard<std::mutex> lock(catch_up_mu_);
+    ++catch_up_taken_[meta.sender];
+  }
+  const int threads = static_cast<int>(shards_.size());
+  auto by_shard = std::make_shared<std::vector<std::vector<uint32_t>>>(threads);
+  for (size_t i = 0; i < records->size(); ++i) {
+    const CheckpointRecord& r = (*records)[i].record;
+    (*by_shard)[ShardOf(r.key, r.chunk, threads)].push_back(static_cast<uint32_t>(i));
+  }
+  // Queued like a push, before the copies that follow it on the same connection.
+  for (int t = 0; t < threads; ++t) {
+    if ((*by_shard)[t].empty()) continue;
+    shards_[t]->Enqueue([this, records, by_shard, t](ShardStore& store) {
+      for (uint32_t i : (*by_shard)[t]) {
+        Status s = store.RestoreCatchUp((*records)[i]);
+        if (s.ok()) continue;
+        LOG(ERROR) << "cannot take a key over from a catch-up message: " << s
+                   << "; this server will not take its keys over";
+        std::lock_guard<std::mutex> lock(catch_up_mu_);
+        catch_up_failed_ = true;
+      }
+    });
+  }
+  server_->Response(meta);
+  answered_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void OptimizerServer::CheckCaughtUpLocked(const MembershipView& view) {
+  if (catch_up_ticket_ < 0 || caught_up_.load() || catch_up_failed_) return;
+  for (const auto& [id, identity] : catch_up_senders_) {
+    if (catch_up_from_.count(id)) continue;
+    const Node* n = view.Find(id);
+    if (n && n->alive() && n->identity == identity) return;  // still to come
+    // It died first: the keys only it held are lost (two servers down at once), and
+    // this server must not serve them as if it had their history.
+    catch_up_failed_ = true;
+    LOG(ERROR) << "server " << Postoffice::IDtoRank(id) << " died before it sent this server "
+               << "its keys: this server will not take its keys over, and the keys the two "
+               << "held are lost (two servers down at once)";
+    return;
+  }
+  caught_up_ = true;
+  Postoffice::Get()->CatchUpDone(catch_up_ticket_);
+}
+
+}  // namespace ps

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""A fault schedule drawn from a seed, over the counter workload of server_restart_app.cc
+(docs/fault-tolerance.md, "A fault schedule"): the same seed gives the same faults, at
+the same moments after the job recovered from the one before.
+
+Usage: fault_schedule_test.py SCHEDULE SEEDS APP
+
+2 workers and 3 servers started by hand, PS_REPLICATION=2, SGD counters: each worker
+pushes -1 (a counter's +1) to one of 64 keys at a time, about 1 ms apart, until PUSHES
+were acknowledged. Faults come one at a time, each 0.5 to 2 s (drawn) after the job
+recovered from the one before, on a server drawn from those live:
+
+SCHEDULE is one of:
+  kills   3 faults: SIGKILL, and a new server started in the dead one's place at once
+          (it waits for the death, then catches up from the live servers).
+  stops   3 faults, each drawn: SIGSTOP for 10-50% of PS_HEARTBEAT_TIMEOUT, then
+          SIGCONT (nobody dies, the job stalls and goes on); or SIGSTOP
+          until the server is declared dead, then SIGCONT (it reads that it is dead and
+          exits 1) and a new server in its place.
+  mixed   4 faults drawn from both, with every node losing 2% of what it receives
+          (PS_DROP_RATE=0.02, PS_RESEND=1 at 100 ms), 16 pushes in flight per worker.
+
+The job has recovered from a fault once the new server caught up (the scheduler says
+so), or 1 s after a short stop ended. SEEDS is a seed or a comma-separated list; each
+seed is a run, checked in full: every acknowledged increment counted once (0 lost, 0
+twice), no push failed, every node but the killed, stopped-dead ones exits 0. Each run
+prints its faults and, for each, when the workers' throughput was back at 90% of the
+second before it, first (a measurement, not checked). HERDPS_TEST_HEARTBEAT_TIMEOUT as for
+replication_test.py.
+"""
+import os
+import random
+import re
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from liveness_test import START_S, Job, Process, run_checks, wait_exits, wait_until  # noqa: E402
+from replication_test import HEARTBEAT_ENV, check_counts  # noqa: E402
+
+WORKERS = 2
+SERVERS = 3
+KEYS = 64
+PUSHES = {"kills": 16000, "stops": 16000, "mixed": 8000}
+# Pushes in flight per worker: with messages lost, one push in ~7 waits for a resend
+# (100 ms); 16 at a time keep the workload going meanwhile.
+WINDOW = {"kills": 1, "stops": 1, "mixed": 16}
+FAULTS = {"kills": 3, "stops": 3, "mixed": 4}
+TIMEOUT_S = float(HEARTBEAT_ENV["PS_HEARTBEAT_TIMEOUT"])
+
+
+def draw_faults(schedule, seed):
+    """[(kind, gap_s, server, stop_s)], kind "kill", "stop" (short) or "stop_dead"."""
+    rng = random.Random(f"{schedule}:{seed}")
+    faults = []
+    for _ in range(FAULTS[schedule]):
+        if schedule == "kills":
+            kind = "kill"
+        elif schedule == "stops":
+            kind = rng.choice(["stop", "stop_dead"])
+        else:
+            kind = rng.choice(["kill", "stop", "stop_dead"])
+        # A short stop lasts at most half of PS_HEARTBEAT_TIMEOUT (0.3 to 1.5 s at 3 s).
+        faults.append((kind, rng.uniform(0.5, 2.0), rng.randrange(SERVERS),
+                       rng.uniform(0.1, 0.5) * TIMEOUT_S))
+    return faults
+
+
+def acks_per_slot(worker_texts):
+    """{50 ms slot: acknowledged pushes, summed over workers} and the first worker's end
+    (wall time), from each worker's "acks per 50 ms" line."""
+    slots, ends = {}, []
+    for text in worker_texts:
+        m = re.search(r"acks per 50 ms from ([\d.]+):([\d ]*)", text)
+        if not m:
+            return None, None
+        start, counts = float(m.group(1)), [int(x) for x in m.group(2).split()]
+        for i, n in enumerate(counts):
+            slot = int(round((start + 0.05 * i) / 0.05))
+            slots[slot] = slots.get(slot, 0) + n
+        ends.append(start + 0.05 * len(counts))
+    return slots, min(ends)
+
+
+def back_at_90(slots, at, until):
+    """Seconds from `at` until the acknowledged pushes per 100 ms first reach 90% of
+    their mean over the second before `at`, looking no further than `until`; None when
+    they do not (or cannot be told)."""
+    rate = lambda t: sum(slots.get(int(round(t / 0.05)) + d, 0) for d in (0, 1))  # noqa: E731
+    baseline = sum(rate(at - 1.0 + 0.1 * i) for i in range(9)) / 9
+    t = at + 0.05
+    while baseline > 0 and t < until - 0.1:
+        if rate(t) >= 0.9 * baseline:
+            return t + 0.1 - at
+        t += 0.05
+    return None
+
+
+def run_one(schedule, seed, app, f):
+    with Job() as job:
+        env = dict(HEARTBEAT_ENV, PS_REPLICATION="2")
+        if schedule == "mixed":
+            env.update(PS_RESEND="1", PS_RESEND_TIMEOUT="100", PS_DROP_RATE="0.02")
+        pushes = PUSHES[schedule]
+        args = [f"--pushes={pushes}", f"--keys={KEYS}", f"--window={WINDOW[schedule]}"]
+        nodes = job.start_by_hand(app, WORKERS, SERVERS, args, extra_env=env)
+        scheduler = nodes["scheduler"]
+        workers = [nodes[f"worker {r}"] for r in range(WORKERS)]
+        servers = {r: nodes[f"server {r}"] for r in range(SERVERS)}
+        gone = []  # processes a fault ended (killed, or stopped until declared dead)
+        if not wait_until(lambda: all(f"worker {r} pid" in workers[r].text()
+                                      for r in range(WORKERS)), START_S):
+            raise AssertionError("the workers did not start")
+        faults = draw_faults(schedule, seed)
+        applied = []  # (kind, server, wall time)
+        caught_up = 0  # "caught up" lines the scheduler has said so far
+        for kind, gap, rank, stop_s in faults:
+            time.sleep(gap)
+            if any(w.poll() is not None for w in workers):
+                break  # the workers are done: no fault lands in the workload any more
+            victim = servers[rank]
+            at = time.time()
+            if kind == "kill":
+                victim.kill()
+            else:
+                os.killpg(victim.proc.pid, signal.SIGSTOP)
+            applied.append((kind, rank, at))
+            if kind == "stop":
+                time.sleep(stop_s)
+                os.killpg(victim.proc.pid, signal.SIGCONT)
+                time.sleep(1.0)
+                continue
+            if kind == "stop_dead":
+                declared = rf"server {rank} \(node {8 + 2 * rank}, .*declared dead"
+                if not f.expect(wait_until(lambda: len(re.findall(declared, scheduler.text()))
+                                           > sum(1 for k, r, _ in applied[:-1]
+                                                 if r == rank and k != "stop"),
+                                           TIMEOUT_S + 10),
+                                f"server {rank} stopped was not declared dead"):
+                    return
+                os.killpg(victim.proc.pid, signal.SIGCONT)
+            gone.append(victim)
+            servers[rank] = Process(f"server {rank} after fault {len(applied)}", victim.cmd,
+                                    victim.env, job.tmp.name)
+            job.procs.append(servers[rank])
+            caught_up += 1
+            if not f.expect(wait_until(lambda: len(re.findall(r"\) caught up: it holds its keys",
+                                                              scheduler.text())) >= caught_up,
+                                       TIMEOUT_S + 30),
+                            f"the new server {rank} did not catch up"):
+                return
+        survivors = [scheduler] + workers + list(servers.values())
+        if not wait_exits(survivors + gone, 180):
+            raise AssertionError("the job did not finish")
+        print(f"seed {seed}: faults " + ", ".join(
+            f"{kind} server {rank} at {at - applied[0][2]:.1f} s" for kind, rank, at in applied))
+        f.expect(applied, "no fault landed while the workers pushed")
+        texts = [w.text() for w in workers]
+        check_counts(f, texts, pushes)
+        slots, end = acks_per_slot(texts)
+        for i, (kind, rank, at) in enumerate(applied):
+            until = applied[i + 1][2] if i + 1 < len(applied) else end
+            back = back_at_90(slots, at, until) if slots else None
+            print(f"seed {seed}: {kind} server {rank}: throughput back at 90% " +
+                  (f"{back:.2f} s after" if back is not None else "cannot be told"))
+        for p in survivors:
+            f.expect(p.proc.returncode == 0, f"seed {seed}: {p.name} exited "
+                     f"{p.proc.returncode}, not 0")
+        left = job.left()
+        f.expect(left == [], f"seed {seed}: processes left: {left}")
+
+
+def main():
+    if len(sys.argv) != 4 or sys.argv[1] not in PUSHES:
+        print(__doc__, file=sys.stderr)
+        return 2
+    schedule, app = sys.argv[1], os.path.realpath(sys.argv[3])
+    seeds = [int(s) for s in sys.argv[2].split(",")]
+    return run_checks(lambda f: [run_one(schedule, seed, app, f) for seed in seeds])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
