@@ -28,7 +28,8 @@ HOW is one of:
                           one shows such a push in the servers' logs (most runs do),
                           and fails if none did: it did not test what it is for.
   replaced_then_another_killed
-                          SGD counters, 12000 pushes per worker: server 1 killed with
+                          SGD counters, 4000 pushes per worker per second of
+                          PS_HEARTBEAT_TIMEOUT (12000 at 3 s): server 1 killed with
                           SIGKILL, a new server 1 started by hand at once (it waits for
                           the death, then catches up from servers 0 and 2 while the
                           pushes go on); once the scheduler says it caught up, server 2
@@ -246,7 +247,10 @@ def kill_one_of_three(app, f, lossy=False):
         return taken_twice
 
 
-REPLACED_PUSHES = 12000  # per worker, ~1 ms apart: two deaths and a catch-up mid-run
+# Per worker, ~1 ms apart: two deaths (each declared PS_HEARTBEAT_TIMEOUT after it) and a
+# catch-up mid-run.
+_TIMEOUT_S = 10.0 if _TIMEOUT == "default" else float(_TIMEOUT)
+REPLACED_PUSHES = int(4000 * _TIMEOUT_S)
 
 
 def replaced_then_another_killed(app, f):
