@@ -226,9 +226,11 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
       meta.push) {
     return TakeCatchUp(meta, data);
   }
-  if (meta.replica_of < 0 && Postoffice::Get()->catching_up()) {
+  if (meta.replica_of < 0 && Postoffice::Get()->catching_up() && !caught_up_.load()) {
     // A key whose every other holder is dead still names this server: it has not its
-    // history yet (the copies of later pushes are taken above, as replica_of says).
+    // history yet (copies of later pushes are taken, as replica_of says). Once it holds
+    // its keys it serves, although its own table may say it is joining a little longer
+    // than a worker's that says it is live.
     return Refuse(meta, Status::Unavailable(
                             "server " + std::to_string(Postoffice::Get()->my_rank()) +
                             " is a new process catching up from its replicas: it serves no "
