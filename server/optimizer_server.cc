@@ -121,7 +121,8 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
   }
   // A new server in a replicated job catches up from the live servers instead: a
   // checkpoint of the dead one would bring back keys erased since.
-  const bool catches_up = Postoffice::Get()->replication() >= 2 && Postoffice::Get()->is_recovery();
+  const bool catches_up =
+      Postoffice::Get()->replication() >= 2 && Postoffice::Get()->is_recovery();
   if (!options_.checkpoint_dir.empty() && options_.resume && !catches_up) {
     Status loaded = LoadCheckpoint(CheckpointPath());
     if (loaded.ok()) {

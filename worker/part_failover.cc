@@ -76,7 +76,8 @@ void RequestPipeline::KeepSentParts(Pending* p, const std::vector<Message>& mess
 
 bool RequestPipeline::PartServerGone(const MembershipView& view, const Part& part) {
   const Node* server = view.Find(Postoffice::ServerRankToID(part.server));
-  return !server || !server->alive() || (!part.process.empty() && server->identity != part.process);
+  return !server || !server->alive() ||
+         (!part.process.empty() && server->identity != part.process);
 }
 
 bool RequestPipeline::FailOverLater(uint64_t id, const Status& status) {
