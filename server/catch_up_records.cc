@@ -184,7 +184,8 @@ Status DecodeCatchUp(const KVPairs<float>& data, size_t state_width,
 }
 
 std::vector<KVPairs<float>> EncodeAppliedIds(const std::vector<AppliedCopies::Id>& ids,
-                                             size_t max_ids) {
+                                             size_t max_floats) {
+  const size_t max_ids = std::max<size_t>(1, max_floats / kIdWords);
   std::vector<KVPairs<float>> messages;
   for (size_t begin = 0; begin < ids.size(); begin += max_ids) {
     const size_t n = std::min(max_ids, ids.size() - begin);

@@ -56,9 +56,9 @@ struct CatchUpRecord {
 Status NextCatchUpMessage(const std::vector<CatchUpRecord>& records, size_t* begin,
                           size_t state_width, size_t max_floats, KVPairs<float>* out);
 
-// The same for applied ids, `max_ids` per message.
+// The same for applied ids, about `max_floats` values per message (one id at least).
 std::vector<KVPairs<float>> EncodeAppliedIds(const std::vector<AppliedCopies::Id>& ids,
-                                             size_t max_ids);
+                                             size_t max_floats);
 Status DecodeAppliedIds(const KVPairs<float>& data, std::vector<AppliedCopies::Id>* out);
 
 // The end message, and what it says: how many messages came before it.

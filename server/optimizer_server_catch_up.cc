@@ -135,7 +135,7 @@ void OptimizerServer::SendCatchUp(int rank, const std::string& identity) {
     bytes += m.vals.size() * sizeof(float) + m.keys.size() * (sizeof(Key) + sizeof(int));
     for (size_t i = first; i < next; ++i) records[i] = CatchUpRecord();
   }
-  for (const KVPairs<float>& m : EncodeAppliedIds(ids, kCatchUpFloatsPerMessage / 8)) {
+  for (const KVPairs<float>& m : EncodeAppliedIds(ids, kCatchUpFloatsPerMessage)) {
     if (!SendCatchUpPart(to, kCatchUpIdsCmd, m)) return;
     ++sent;
   }

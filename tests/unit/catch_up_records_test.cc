@@ -131,12 +131,12 @@ TEST(CatchUpRecords, AppliedIdsTravelExactly) {
   ids[1] = AppliedCopies::Id{11, 3, 5, 4, 0, (int64_t{1} << 35) + 2};
   ids[2] = AppliedCopies::Id{13, 1, 7, -1, 1, 3};
   std::vector<AppliedCopies::Id> read;
-  for (const KVPairs<float>& m : EncodeAppliedIds(ids, 2)) {
+  for (const KVPairs<float>& m : EncodeAppliedIds(ids, /*max_floats=*/16)) {  // 2 ids each
     ASSERT_TRUE(DecodeAppliedIds(m, &read).ok());
   }
   ASSERT_EQ(read.size(), ids.size());
   for (size_t i = 0; i < ids.size(); ++i) EXPECT_TRUE(read[i] == ids[i]) << i;
-  KVPairs<float> bad = EncodeAppliedIds(ids, 8).front();
+  KVPairs<float> bad = EncodeAppliedIds(ids, /*max_floats=*/64).front();
   SArray<float> fewer(bad.vals.size() - 1);  // one word short
   std::memcpy(fewer.data(), bad.vals.data(), fewer.size() * sizeof(float));
   bad.vals = fewer;
