@@ -61,14 +61,16 @@ void OptimizerServer::OnMembership(const MembershipView& view) {
   const Node* me = view.Find(po->my_id());
   if (!me) return;
   std::lock_guard<std::mutex> lock(catch_up_mu_);
-  if (me->state == Node::kJoining) {
+  if (me->state == Node::kJoining || me->state == Node::kEntering) {
     BeginCatchUpLocked();
     CheckCaughtUpLocked(view);  // a server it waited for may have died
     return;
   }
-  if (me->state != Node::kLive) return;
+  if (me->state != Node::kLive && me->state != Node::kLeaving) return;
+  OnLeaveLocked(view, *me);
   for (const Node& n : view.nodes) {
-    if (n.role != Node::kServerRole || n.state != Node::kJoining || n.id == me->id) continue;
+    const bool catches_up = n.state == Node::kJoining || n.state == Node::kEntering;
+    if (n.role != Node::kServerRole || !catches_up || n.id == me->id) continue;
     if (!catch_up_sent_.insert({n.id, n.identity}).second) continue;
     const int rank = n.rank;
     const std::string identity = n.identity;
@@ -82,6 +84,59 @@ void OptimizerServer::OnMembership(const MembershipView& view) {
   }
 }
 
+void OptimizerServer::OnLeaveLocked(const MembershipView& view, const Node& me) {
+  Postoffice* po = Postoffice::Get();
+  const Node* leaving = nullptr;
+  for (const Node& n : view.nodes) {
+    if (n.role == Node::kServerRole && n.state == Node::kLeaving) leaving = &n;
+  }
+  if (!leaving) {
+    if (leave_round_.first < 0) return;
+    // The server left (its keys are held) or its leave was called off (a server died):
+    // a round not done is forgotten; what it took stays, never served.
+    if (catch_up_ticket_ >= 0 && !catch_up_done_) po->CancelCatchUp(catch_up_ticket_);
+    leave_round_ = {-1, std::string()};
+    catch_up_from_.clear();
+    catch_up_taken_.clear();
+    catch_up_failed_ = false;
+    return;
+  }
+  if (leave_round_ == std::make_pair(leaving->id, leaving->identity)) {
+    if (me.state == Node::kLive) CheckCaughtUpLocked(view);  // a sender may have died
+    return;
+  }
+  leave_round_ = {leaving->id, leaving->identity};
+  // As a sender: each live server gets the keys the ring without the leaving one gives
+  // it and that it does not hold, from the server that serves them now.
+  std::shared_ptr<Lifeline> lifeline = lifeline_;
+  for (const Node& n : view.nodes) {
+    if (n.role != Node::kServerRole || n.state != Node::kLive || n.id == me.id) continue;
+    const int rank = n.rank;
+    const std::string identity = n.identity;
+    const bool posted = po->van()->RunOnReceiver(Channel::kData, [this, lifeline, rank, identity] {
+      std::lock_guard<std::mutex> alive(lifeline->mu);
+      if (lifeline->alive) SendCatchUp(rank, identity);
+    });
+    LOG_IF(ERROR, !posted) << "cannot send server " << rank << " the keys server "
+                           << leaving->rank << " leaves it: the van does not run";
+  }
+  if (me.state != Node::kLive) return;
+  // As a receiver: every other server that serves keys now sends its end.
+  catch_up_senders_.clear();
+  for (const Node& n : view.nodes) {
+    if (n.role != Node::kServerRole || n.id == me.id) continue;
+    if (n.state == Node::kLive || n.state == Node::kLeaving) catch_up_senders_[n.id] = n.identity;
+  }
+  // What a sender's view made it send before this server's view said so counts: kept
+  // (catch_up_from_, catch_up_taken_ and catch_up_failed_ are cleared when a round ends).
+  catch_up_done_ = false;
+  catch_up_ticket_ = po->AddCatchUp();
+  LOG(INFO) << "server " << leaving->rank << " leaves the job: this server takes the keys the "
+            << "ring without it gives it, from the " << catch_up_senders_.size()
+            << " servers that serve them now";
+  CheckCaughtUpLocked(view);
+}
+
 void OptimizerServer::SendCatchUp(int rank, const std::string& identity) {
   Postoffice* po = Postoffice::Get();
   const MembershipView* view = po->membership();
@@ -89,8 +144,26 @@ void OptimizerServer::SendCatchUp(int rank, const std::string& identity) {
   const Node* target = view->Find(to);
   // Live already (another server's word could not make it so: it waits for this one's),
   // gone, or another process by now: nothing to send.
-  if (!target || target->state != Node::kJoining || target->identity != identity) return;
+  bool leave = false;
+  for (const Node& n : view->nodes) {
+    leave |= n.role == Node::kServerRole && n.state == Node::kLeaving;
+  }
+  if (!target || target->identity != identity ||
+      (target->state != Node::kJoining && target->state != Node::kEntering &&
+       !(target->state == Node::kLive && leave))) {
+    return;
+  }
+  // A server in a dead one's place holds the keys of its rank on the ring; an added one,
+  // those of its rank on the grown ring; a live one, while another leaves, those of its
+  // rank on the ring without it that it does not hold yet. Each key comes from the
+  // server that serves it now, the one whose copies of later pushes reach the receiver
+  // after it: a server that held a key once and no more (the ring changed) keeps a
+  // stale copy it never sends.
   const ConsistentHashRing& ring = view->ring;
+  const bool joining = target->state == Node::kJoining;
+  const bool held_now = target->state == Node::kLive;
+  const ConsistentHashRing& placed = joining ? view->ring : view->next_ring;
+  const int me = po->my_rank();
   const int replication = po->replication();
   std::vector<CatchUpRecord> records;
   for (auto& shard : shards_) {
@@ -99,10 +172,24 @@ void OptimizerServer::SendCatchUp(int rank, const std::string& identity) {
       store.CatchUpRecords(
           [&](const StoreKey& key) {
             if (key.chunk >= 0) {
-              ring.ReplicasOfChunk(key.key, static_cast<uint32_t>(key.chunk), replication,
-                                   &replicas);
+              const uint32_t chunk = static_cast<uint32_t>(key.chunk);
+              if (ring.ServerOfChunk(key.key, chunk) != me) return false;
+              if (held_now) {
+                ring.ReplicasOfChunk(key.key, chunk, replication, &replicas);
+                if (std::find(replicas.begin(), replicas.end(), rank) != replicas.end()) {
+                  return false;
+                }
+              }
+              placed.ReplicasOfChunk(key.key, chunk, replication, &replicas);
             } else {
-              ring.ReplicasOf(key.key, replication, &replicas);
+              if (ring.ServerOf(key.key) != me) return false;
+              if (held_now) {
+                ring.ReplicasOf(key.key, replication, &replicas);
+                if (std::find(replicas.begin(), replicas.end(), rank) != replicas.end()) {
+                  return false;
+                }
+              }
+              placed.ReplicasOf(key.key, replication, &replicas);
             }
             return std::find(replicas.begin(), replicas.end(), rank) != replicas.end();
           },
@@ -140,8 +227,10 @@ void OptimizerServer::SendCatchUp(int rank, const std::string& identity) {
     ++sent;
   }
   if (!SendCatchUpPart(to, kCatchUpEndCmd, EncodeCatchUpEnd(sent))) return;
-  LOG(INFO) << "sent server " << rank << " the " << records.size() << " keys it holds with "
-            << "this one (" << bytes << " bytes) and " << ids.size() << " pushes taken once, in "
+  LOG(INFO) << "sent server " << rank << " the " << records.size()
+            << (held_now ? " keys a leaving server's place gives it"
+                         : " keys it holds with this one")
+            << " (" << bytes << " bytes) and " << ids.size() << " pushes taken once, in "
             << sent + 1 << " messages; the copies of later pushes follow";
 }
 
@@ -179,7 +268,10 @@ void OptimizerServer::TakeCatchUp(const KVMeta& meta, const KVPairs<float>& data
                             "push cmds 0x43544348, 0x43544349 and 0x43544345 are catch-up "
                             "messages, which only servers send to a new server catching up"));
   }
-  if (!po->catching_up()) {
+  // A live server takes them too: while a server leaves, a sender's table may say so
+  // before this one's does (what it takes then counts for the round).
+  const Node* me = po->membership()->Find(po->my_id());
+  if (!po->catching_up() && (!me || me->state != Node::kLive)) {
     return Refuse(meta, Status::InvalidArgument("this server is not catching up"));
   }
   const int from = Postoffice::IDtoRank(meta.sender);
@@ -200,10 +292,13 @@ void OptimizerServer::TakeCatchUp(const KVMeta& meta, const KVPairs<float>& data
     for (auto& shard : shards_) shard->RunAndWait([](ShardStore&) {});
     {
       std::lock_guard<std::mutex> lock(catch_up_mu_);
-      if (catch_up_taken_[meta.sender] != before) {
+      // Counted from its end before (each round's messages come in order, then its end).
+      const uint64_t taken = catch_up_taken_[meta.sender];
+      catch_up_taken_[meta.sender] = 0;
+      if (taken != before) {
         catch_up_failed_ = true;
         LOG(ERROR) << "server " << from << " sent " << before << " catch-up messages and this "
-                   << "server took " << catch_up_taken_[meta.sender] << " (the others were "
+                   << "server took " << taken << " (the others were "
                    << "refused or lost): it will not take its keys over";
       }
       catch_up_from_.insert(meta.sender);
@@ -229,6 +324,17 @@ void OptimizerServer::TakeCatchUp(const KVMeta& meta, const KVPairs<float>& data
   auto records = std::make_shared<std::vector<CatchUpRecord>>();
   Status bad = DecodeCatchUp(data, optimizer_->StateWidth(), records.get());
   if (!bad.ok()) return fail(bad);
+  if (me && me->state != Node::kJoining) {
+    for (const CatchUpRecord& r : *records) {
+      if (r.record.chunk < 0) continue;
+      // A value in chunks is striped over the ranks in order: a rank added or removed
+      // moves most chunks, not those of one arc of the ring.
+      return fail(Status::Unimplemented(
+          "key " + std::to_string(r.record.key) + " is stored in chunks (PS_CHUNK_BYTES), "
+          "and chunks cannot move when servers are added or leave; set PS_CHUNK_BYTES=0 "
+          "on a job whose servers change"));
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(catch_up_mu_);
     ++catch_up_taken_[meta.sender];
@@ -258,7 +364,7 @@ void OptimizerServer::TakeCatchUp(const KVMeta& meta, const KVPairs<float>& data
 }
 
 void OptimizerServer::CheckCaughtUpLocked(const MembershipView& view) {
-  if (catch_up_ticket_ < 0 || caught_up_.load() || catch_up_failed_) return;
+  if (catch_up_ticket_ < 0 || catch_up_done_ || catch_up_failed_) return;
   for (const auto& [id, identity] : catch_up_senders_) {
     if (catch_up_from_.count(id)) continue;
     const Node* n = view.Find(id);
@@ -271,7 +377,10 @@ void OptimizerServer::CheckCaughtUpLocked(const MembershipView& view) {
                << "held are lost (two servers down at once)";
     return;
   }
-  caught_up_ = true;
+  catch_up_done_ = true;
+  catch_up_from_.clear();  // the next round's ends are its own
+  // A live server took the keys of one that leaves; a new one holds all of its own.
+  if (leave_round_.first < 0) caught_up_ = true;
   Postoffice::Get()->CatchUpDone(catch_up_ticket_);
 }
 

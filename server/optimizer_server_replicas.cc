@@ -10,6 +10,7 @@
 // of synchronous aggregation, the worker's push count) and forwards it no further.
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -35,13 +36,30 @@ std::vector<Message> OptimizerServer::PlanReplicaCopies(const KVMeta& meta,
   // The replicas other than this server that live, by rank: the keys each holds. Only
   // the replicas of the whole ring hold a key's history: a key whose replica died runs
   // on fewer copies (re-replication is not built), never on a copy without its past.
+  // While a server enters (added to the job) or leaves, the servers the next ring gives
+  // a key that do not hold it yet get the copies too: they take the pushes after the
+  // keys they are sent (catch-up).
   std::vector<std::vector<uint32_t>> by_replica;
   std::vector<int> replicas;
+  std::vector<int> entering;
   for (size_t i = 0; i < n; ++i) {
     if (meta.chunk >= 0) {
       ring.ReplicasOfChunk(data.keys[i], static_cast<uint32_t>(meta.chunk), replication, &replicas);
     } else {
       ring.ReplicasOf(data.keys[i], replication, &replicas);
+    }
+    if (view->ring_changing()) {
+      if (meta.chunk >= 0) {
+        view->next_ring.ReplicasOfChunk(data.keys[i], static_cast<uint32_t>(meta.chunk),
+                                        replication, &entering);
+      } else {
+        view->next_ring.ReplicasOf(data.keys[i], replication, &entering);
+      }
+      for (int rank : entering) {
+        if (std::find(replicas.begin(), replicas.end(), rank) == replicas.end()) {
+          replicas.push_back(rank);
+        }
+      }
     }
     for (int rank : replicas) {
       if (rank == me || !view->IsAlive(Postoffice::ServerRankToID(rank))) continue;

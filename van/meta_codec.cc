@@ -51,7 +51,7 @@ Status FromWire(const herdps::wire::Node& p, Node* n) {
     return Status::InvalidArgument("node entry has instance " + std::to_string(p.instance()));
   }
   n->instance = p.instance();
-  if (p.state() < herdps::wire::JOINING || p.state() > herdps::wire::LEFT) {
+  if (p.state() < herdps::wire::JOINING || p.state() > herdps::wire::LEAVING) {
     return Status::InvalidArgument("node entry has unknown state " + std::to_string(p.state()));
   }
   n->state = static_cast<Node::State>(p.state());

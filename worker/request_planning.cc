@@ -246,7 +246,9 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
     return;
   }
 
-  const int num_servers = po->num_servers();
+  const ConsistentHashRing& ring = po->ring();
+  // The ranks this ring names, servers added to the running job included.
+  const int num_servers = ring.rank_bound();
   const uint64_t chunk_values = ChunkValues();
   const size_t width = req.push && req.lens.empty() ? req.vals.size() / elem_size_ / n : 0;
   // Value offsets of a push with lens (in elements), for copying parts.
@@ -254,7 +256,6 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
   if (req.push && !req.lens.empty()) offsets = ValueOffsets(req.lens.data(), n);
   if (req.pull) p->chunked_len = chunked;
 
-  const ConsistentHashRing& ring = po->ring();
   // A push of whole keys of one width without codecs: split straight into its parts.
   if (req.push && !req.pull && !compress_pushes_ && chunked.empty() && offsets.empty() &&
       num_servers > 1 && num_servers <= 65536) {

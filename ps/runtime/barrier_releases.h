@@ -34,12 +34,16 @@ class BarrierReleases {
   Status WaitBeyond(const Key& key, uint64_t seen);
   // Ends every wait, now and later, with `why` (the node gave up).
   void Fail(const std::string& why);
+  // Ends every wait, now and later, as released (the node left the job: no barrier
+  // includes it any more).
+  void ReleaseAll();
 
  private:
   std::mutex mu_;  // guards counts_ and failed_
   std::condition_variable cv_;
   std::map<Key, uint64_t> counts_;
   std::string failed_;
+  bool released_all_ = false;
 };
 
 }  // namespace ps

@@ -19,6 +19,7 @@ ConsistentHashRing::ConsistentHashRing(int num_servers, int virtual_nodes)
 
 ConsistentHashRing::ConsistentHashRing(const std::vector<int>& server_ranks, int virtual_nodes)
     : servers_(server_ranks), virtual_nodes_(std::max(virtual_nodes, 1)) {
+  for (int rank : servers_) rank_bound_ = std::max(rank_bound_, rank + 1);
   points_.reserve(servers_.size() * virtual_nodes_);
   for (int rank : servers_) {
     for (int v = 0; v < virtual_nodes_; ++v) {
@@ -56,6 +57,7 @@ ConsistentHashRing ConsistentHashRing::Ranges(int num_servers) {
   ConsistentHashRing ranges;
   ranges.placement_ = kRanges;
   for (int i = 0; i < num_servers; ++i) ranges.servers_.push_back(i);
+  ranges.rank_bound_ = std::max(num_servers, 0);
   return ranges;
 }
 

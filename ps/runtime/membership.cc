@@ -36,6 +36,19 @@ int MembershipView::CountAlive(Node::Role role) const {
   return count;
 }
 
+void MembershipView::PlaceKeys(ConsistentHashRing::Placement placement, int virtual_nodes) {
+  std::vector<int> placed;
+  std::vector<int> next;
+  for (const Node& n : nodes) {
+    if (n.role != Node::kServerRole) continue;
+    if (n.state != Node::kLeaving) next.push_back(n.rank);
+    if (n.state != Node::kEntering) placed.push_back(n.rank);
+  }
+  ring = ConsistentHashRing::Make(placement, placed, virtual_nodes);
+  next_ring = next == placed ? ConsistentHashRing()
+                             : ConsistentHashRing::Make(placement, next, virtual_nodes);
+}
+
 MembershipHolder::MembershipHolder(size_t keep_newest, std::chrono::steady_clock::duration grace)
     : keep_newest_(keep_newest), grace_(grace) {
   history_.push_back({std::make_unique<MembershipView>(), {}});

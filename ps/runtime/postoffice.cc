@@ -43,6 +43,7 @@ bool Postoffice::gave_up() const { return join_->gave_up(); }
 
 void Postoffice::Barrier(int customer_id, int node_group) {
   if (!started()) throw Error("Barrier called before ps::Start");
+  if (withdrawn_.load()) return;  // out of the job (Withdraw): it waits for nobody
   std::vector<int> members = GetNodeIDs(node_group);
   if (std::find(members.begin(), members.end(), my_node_.id) == members.end()) {
     throw Error("Barrier: this node (" + my_node_.DebugString() + ") is not in group " +
@@ -171,6 +172,15 @@ void Postoffice::InstallMembership(MembershipView view) {
   // of a new server in a dead one's place until it has caught up (joining): it does not
   // hold them yet.
   const MembershipView* old = membership_.Get();
+  // Every node places keys by the same table (a server added to the job joins the ring
+  // once it caught up): built here, from the states.
+  view.PlaceKeys(key_placement_, config_.ring_virtual_nodes);
+  int slots = 0;
+  for (const Node& n : view.nodes) {
+    if (n.role == Node::kServerRole) slots = std::max(slots, n.rank + 1);
+  }
+  // Before the view is published: a reader that sees the view sees the count.
+  if (slots > server_slots_.load()) server_slots_.store(slots);
   std::vector<int> dead_servers;
   std::set<int> down;  // servers down in this view or the one before
   for (const MembershipView* v : {old, static_cast<const MembershipView*>(&view)}) {
@@ -211,12 +221,30 @@ void Postoffice::InstallMembership(MembershipView view) {
     }
     if (!n.alive() && (!before || before->alive())) gone.push_back(n);
   }
+  for (const Node& n : old->nodes) {
+    // Out of the table: an added server that died before it caught up (it never held a
+    // key) goes as a dead node does; a server that left the job once the others held its
+    // keys (Withdraw), as a node that left.
+    if (n.alive() && n.id != my_node_.id && !view.Find(n.id)) {
+      gone.push_back(n);
+      gone.back().state = n.state == Node::kEntering ? Node::kDead : Node::kLeft;
+      if (n.state == Node::kEntering && !is_scheduler()) van_->Disconnect(n.id);
+    }
+  }
   bool first = old->version == 0;
   for (const Node& n : view.nodes) {
     if (n.id == my_node_.id) {
       // Other threads read my_node_ once the node has joined: it is written only by
       // the first table (before joined_ is published); later views only change state.
       if (first) my_node_ = n;
+      const Node* was = old->Find(n.id);
+      if (n.state == Node::kDead && was && was->state == Node::kEntering && !finalizing_) {
+        membership_.Publish(std::move(view));
+        GiveUp("this server was not added to the job: a server died while it caught up, "
+               "and the keys that one was to send it are served by others now; start it "
+               "again once the job has its servers back");
+        return;
+      }
       if (n.state == Node::kDead && !finalizing_) {
         membership_.Publish(std::move(view));
         const double stalled = scheduler_watch_->stalled_for_s();

@@ -31,7 +31,7 @@ void Postoffice::RemoveMembershipListener(int id) {
 bool Postoffice::catching_up() const {
   if (replication_ < 2 || !is_recovery()) return false;
   const Node* me = membership_.Get()->Find(my_node_.id);
-  return me && me->state == Node::kJoining;
+  return me && (me->state == Node::kJoining || me->state == Node::kEntering);
 }
 
 int Postoffice::AddCatchUp() {
@@ -48,9 +48,24 @@ void Postoffice::CatchUpDone(int ticket) {
     if (!catch_up_pending_.erase(ticket) || !catch_up_pending_.empty()) return;
     caught_up_ = true;
   }
-  LOG(INFO) << "server " << my_node_.rank << " holds every key the live servers sent it: "
+  LOG(INFO) << "server " << my_node_.rank << " holds every key the other servers sent it: "
             << "it tells the scheduler it caught up";
   loop_->Post([this] { SendCaughtUp(); });  // control messages leave the control loop
+}
+
+void Postoffice::CancelCatchUp(int ticket) {
+  std::lock_guard<std::mutex> lock(catch_up_mu_);
+  catch_up_pending_.erase(ticket);
+}
+
+bool Postoffice::ReceivesMovedKeys() const {
+  const MembershipView* view = membership_.Get();
+  const Node* me = view->Find(my_node_.id);
+  if (!me || me->state != Node::kLive) return false;
+  for (const Node& n : view->nodes) {
+    if (n.role == Node::kServerRole && n.state == Node::kLeaving) return true;
+  }
+  return false;
 }
 
 void Postoffice::SendCaughtUp() {
@@ -58,7 +73,8 @@ void Postoffice::SendCaughtUp() {
     std::lock_guard<std::mutex> lock(catch_up_mu_);
     if (!caught_up_) return;
   }
-  if (!catching_up()) return;  // the scheduler has made it live
+  // The scheduler has made it live, or the leave it took keys for is over.
+  if (!catching_up() && !ReceivesMovedKeys()) return;
   Message word;
   word.meta.control.cmd = Control::kCaughtUp;
   word.meta.recipient = kScheduler;

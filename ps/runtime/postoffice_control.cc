@@ -69,6 +69,9 @@ void Postoffice::HandleControl(Message& msg) {
     case Control::kHeartbeat:
       if (!msg.meta.request) HandleMembership(msg);
       break;
+    case Control::kWithdraw:
+      HandleWithdrawn(msg);
+      break;
     default:
       LOG_IF(WARNING, stray_log_.ShouldLog())
           << "control command " << c.cmd << " from node " << msg.meta.sender
@@ -119,11 +122,6 @@ void Postoffice::HandleJoinReply(const Message& msg) {
   MembershipView view;
   view.version = msg.meta.control.membership_version;
   view.nodes = msg.meta.control.nodes;
-  std::vector<int> servers;
-  for (const Node& n : view.nodes) {
-    if (n.role == Node::kServerRole) servers.push_back(n.rank);
-  }
-  view.ring = ConsistentHashRing::Make(key_placement_, servers, config_.ring_virtual_nodes);
   my_node_.id = my_id;
   InstallMembership(std::move(view));
   scheduler_watch_->Heard(NowNs());
@@ -211,7 +209,6 @@ void Postoffice::HandleMembership(const Message& msg) {
   MembershipView view;
   view.version = c.membership_version;
   view.nodes = c.nodes;
-  view.ring = membership_.Get()->ring;  // placement never changes during a job
   InstallMembership(std::move(view));
 }
 
@@ -238,6 +235,7 @@ void Postoffice::StartNodeTimers() {
                          std::chrono::milliseconds(config_.idle_trim_ms / 2));
     loop_->RunEvery(tick, [this] { TrimMemoryIfIdle(); });
   }
+  ListenForSigtermLeave();
   loop_->RunEvery(kRequestSweep, [this] {
     ExpireRequests();
     if (directory_->has_held()) ExpireEarlyMessages();
@@ -276,6 +274,7 @@ std::string Postoffice::ActivityReport() const {
 }
 
 void Postoffice::SendHeartbeat() {
+  if (withdrawn_.load()) return;  // out of the job: nobody watches for it
   Message hb;
   hb.meta.control.cmd = Control::kHeartbeat;
   // What this node waits in and its counters (stall report, metrics endpoint).
@@ -285,10 +284,11 @@ void Postoffice::SendHeartbeat() {
   hb.meta.recipient = kScheduler;
   Send(hb, SendMode::kNonBlocking);
   SendCaughtUp();  // a new server that caught up says so until it is live
+  SendWithdraw();  // a server that asked to leave asks until it is leaving
 }
 
 void Postoffice::CheckScheduler() {
-  if (finalizing_ || join_->gave_up()) return;
+  if (finalizing_ || join_->gave_up() || withdrawn_.load()) return;
   const bool busy =
       inbound_[static_cast<int>(Channel::kControl)]->busy()->load(std::memory_order_relaxed);
   double seconds = 0;

@@ -52,6 +52,8 @@ void Postoffice::Finalize(int customer_id, bool do_barrier) {
   finalizing_ = true;
   if (is_scheduler()) {
     WaitForNodesToLeave();
+  } else if (withdrawn_.load()) {
+    // Out of the table already (Withdraw): the scheduler knows it left.
   } else {
     // Leave explicitly, so that the scheduler does not wait for this node in
     // barriers nor later declare it dead: this process's other workers first.

@@ -60,6 +60,16 @@ void Postoffice::Admit(Message& msg, Channel channel, bool prejoin) {
   const int sender = msg.meta.sender;
   if (!prejoin) {
     const Node* node = membership_.Get()->Find(sender);
+    if (!node && scheduler_ && msg.meta.request &&
+        (msg.meta.control.cmd == Control::kHeartbeat ||
+         msg.meta.control.cmd == Control::kWithdraw)) {
+      // Out of the table: a server that left the job (Withdraw) and missed the answer
+      // asks again; the scheduler tells it once more, and ignores anyone else.
+      loop_->Post([this, sender, identity = msg.peer_identity] {
+        scheduler_->AnswerIfWithdrawn(sender, identity);
+      });
+      return;
+    }
     if (!node || node->identity != msg.peer_identity) {
       uint64_t n = forged_.fetch_add(1, std::memory_order_relaxed) + 1;
       LOG_IF(WARNING, forged_log_.ShouldLog())

@@ -116,6 +116,10 @@ void Postoffice::ResetForStart() {
   join_->Reset();
   barriers_->Reset();
   membership_.Reset();
+  server_slots_ = 0;
+  most_servers_down_ = 0;
+  withdraw_asked_ = false;
+  withdrawn_ = false;
   {
     std::lock_guard<std::mutex> ranges_lock(key_ranges_mu_);
     key_ranges_.clear();

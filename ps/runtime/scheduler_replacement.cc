@@ -12,6 +12,16 @@
 #include "scheduler_role.h"
 
 namespace ps {
+namespace {
+
+bool HasServerRank(const MembershipView& view, int rank) {
+  for (const Node& n : view.nodes) {
+    if (n.role == Node::kServerRole && n.rank == rank) return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 bool SchedulerRole::AdmitReplacement(const Node& joining, std::string* why) {
   const std::string full = "the job already has its " + std::to_string(config_.num_workers) +
@@ -59,6 +69,7 @@ bool SchedulerRole::AdmitReplacement(const Node& joining, std::string* why) {
       return true;
     }
   }
+  if (!slot && !HasServerRank(view_, joining.rank_hint)) return AdmitAddedServer(joining, why);
   if (!slot) {
     *why = joining.rank_hint >= 0
                ? full + " and server " + std::to_string(joining.rank_hint) +
@@ -104,20 +115,38 @@ bool SchedulerRole::AdmitReplacement(const Node& joining, std::string* why) {
 }
 
 void SchedulerRole::HandleCaughtUp(const Message& msg) {
+  if (leaving_ != kEmpty && leave_receivers_.count(msg.meta.sender)) {
+    leave_reported_.insert(msg.meta.sender);
+    for (int id : leave_receivers_) {
+      if (live_.count(id) && !leave_reported_.count(id)) return;
+    }
+    FinishLeave();
+    return;
+  }
   Node* n = nullptr;
   for (Node& node : view_.nodes) {
     if (node.id == msg.meta.sender) n = &node;
   }
   // Only a new server still catching up moves on; a late or repeated word changes nothing.
-  if (!n || n->role != Node::kServerRole || n->state != Node::kJoining || !live_.count(n->id)) {
+  if (!n || n->role != Node::kServerRole || !live_.count(n->id) ||
+      (n->state != Node::kJoining && n->state != Node::kEntering)) {
     return;
   }
+  const bool added = n->state == Node::kEntering;
   n->state = Node::kLive;
   ++view_.version;
   postoffice_->InstallMembership(view_);
-  LOG(WARNING) << "server " << n->rank << " (node " << n->id << ") caught up: it holds its "
-               << "keys and serves them again (membership version " << view_.version << ")";
+  if (added) {
+    LOG(WARNING) << "server " << n->rank << " (node " << n->id << ") caught up: it holds its "
+                 << "keys and the ring places keys on it; the job has "
+                 << postoffice_->membership()->ring.servers().size() << " servers on the ring "
+                 << "(membership version " << view_.version << ")";
+  } else {
+    LOG(WARNING) << "server " << n->rank << " (node " << n->id << ") caught up: it holds its "
+                 << "keys and serves them again (membership version " << view_.version << ")";
+  }
   Broadcast();
+  if (added) AdmitWaitingServer();
 }
 
 void SchedulerRole::AdmitParkedReplacement(int rank) {

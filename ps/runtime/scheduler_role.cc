@@ -79,6 +79,9 @@ void SchedulerRole::Handle(const Message& msg) {
     case Control::kCaughtUp:
       HandleCaughtUp(msg);
       break;
+    case Control::kWithdraw:
+      if (msg.meta.request && complete_) HandleWithdraw(msg);
+      break;
     case Control::kLeave:
       // The leaving node's final counters (a node that is not live sends none that count).
       if (live_.count(msg.meta.sender) && !msg.meta.body.empty()) {
@@ -198,7 +201,6 @@ void SchedulerRole::AssignAndBroadcast() {
   Node self = self_;
   self.state = Node::kLive;
   view.nodes.push_back(self);
-  std::vector<int> servers;
   for (Node::Role role : {Node::kServerRole, Node::kWorkerRole}) {
     std::vector<Node*> group;
     for (Node& n : joining_) {
@@ -222,19 +224,20 @@ void SchedulerRole::AssignAndBroadcast() {
       n->id = role == Node::kServerRole ? Postoffice::ServerRankToID(n->rank)
                                         : Postoffice::WorkerRankToID(n->rank);
       n->state = Node::kLive;
-      if (role == Node::kServerRole) servers.push_back(n->rank);
     }
   }
   for (const Node& n : joining_) view.nodes.push_back(n);
   std::sort(view.nodes.begin(), view.nodes.end(),
             [](const Node& a, const Node& b) { return a.id < b.id; });
-  view.ring = ConsistentHashRing::Make(config_.key_placement, servers, config_.ring_virtual_nodes);
   view_ = view;
   postoffice_->InstallMembership(std::move(view));
   // Joined before the tables leave: the first barrier request may follow at once.
   postoffice_->MarkJoined();
   int max_id = 0;
   for (const Node& n : joining_) max_id = std::max(max_id, n.id);
+  // Room for the servers that may be added to the running job: the array is published
+  // once and never moves, for the receive threads that write it.
+  max_id = std::max(max_id, Postoffice::ServerRankToID(config_.num_servers + kMaxAddedServers));
   heard_size_ = static_cast<size_t>(max_id) + 1;
   heard_storage_.reset(new std::atomic<int64_t>[heard_size_]);
   const int64_t now = NowNs();
@@ -338,6 +341,26 @@ void SchedulerRole::CheckLiveness() {
 
 void SchedulerRole::MarkGone(int id, Node::State state) {
   if (!live_.erase(id)) return;  // not live: nothing changes
+  const Node* node = view_.Find(id);
+  if (node && node->state == Node::kEntering) return DropEnteringServer(*node, state);
+  if (leaving_ == id) {
+    // It died while leaving: it stays on the ring, dead, and its keys fail over.
+    leaving_ = kEmpty;
+    leave_receivers_.clear();
+    leave_reported_.clear();
+  } else if (leaving_ != kEmpty && node && node->role == Node::kServerRole) {
+    CallOffLeave("server " + std::to_string(node->rank) + " is gone");
+  }
+  if (node && node->role == Node::kServerRole) {
+    // A server that enters catches up from every live one: with one gone, some of its
+    // keys are served by another now, which did not send them. It is not added.
+    const std::string why = "server " + std::to_string(node->rank) + " is gone";
+    std::vector<int> entering;
+    for (const Node& n : view_.nodes) {
+      if (n.role == Node::kServerRole && n.state == Node::kEntering) entering.push_back(n.id);
+    }
+    for (int other : entering) CallOffAdd(other, why);  // changes view_.nodes: node is stale
+  }
   for (Node& n : view_.nodes) {
     if (n.id == id) {
       n.state = state;

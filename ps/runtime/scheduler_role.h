@@ -67,9 +67,41 @@ class SchedulerRole {
   // until it caught up (HandleCaughtUp). False, with nothing changed and *why saying
   // what to tell the node, when there is no such place.
   bool AdmitReplacement(const Node& node, std::string* why);
+  // A server that joins a complete job with no dead server's place to take (none is
+  // dead, or its PS_RANK is above every rank) is added to the job
+  // (scheduler_growth.cc): it gets the next rank and enters; the ring places keys on it
+  // once it caught up (HandleCaughtUp). One at a time: another waits (parked) until the
+  // one entering is live or gone. False, with *why, when the job cannot grow.
+  bool AdmitAddedServer(const Node& node, std::string* why);
+  // The next server waiting to be added, if any still asks.
+  void AdmitWaitingServer();
+  // An entering server died or left before it caught up: it leaves the table (it never
+  // held a key), and the ring stays as it was.
+  void DropEnteringServer(const Node& node, Node::State state);
+  // Another server is gone while server `id` enters: it leaves the table and is told
+  // (it gives up and exits 1; started again, it enters anew). The caller publishes.
+  void CallOffAdd(int id, const std::string& why);
   // A new server that caught up from its replicas (Control::kCaughtUp): it is live, and
-  // its keys are its own again.
+  // its keys are its own again; an added server joins the ring. During a leave: a live
+  // server that holds the keys the leaving one gives it.
   void HandleCaughtUp(const Message& msg);
+  // A server asks to leave the running job (Control::kWithdraw, scheduler_withdraw.cc):
+  // once every server is live it is marked leaving, the others take its keys over, and
+  // when every live server has said it holds them it leaves the table (FinishLeave). A
+  // server death meanwhile calls the leave off (CallOffLeave); the server asks again.
+  void HandleWithdraw(const Message& msg);
+  void FinishLeave();
+  void CallOffLeave(const std::string& why);
+  // Tells server `id` it has left the job.
+  void AnswerWithdrawn(int id);
+
+ public:
+  // A message from node `id`, which is not in the table, on a connection of process
+  // `identity`: if that is a server that left the job and missed the answer, it gets
+  // it again (it asks with each heartbeat until it has it).
+  void AnswerIfWithdrawn(int id, const std::string& identity);
+
+ private:
   // Server `rank` was declared dead: a replacement waiting for its place takes it.
   void AdmitParkedReplacement(int rank);
   // Server `rank` left (or the job ends): a replacement waiting for its place is refused.
@@ -119,6 +151,19 @@ class SchedulerRole {
   };
   static constexpr std::chrono::seconds kParkedSilence{3};  // joins repeat every 1 s
   std::map<int, Parked> parked_;
+  // The server leaving the job (kEmpty: none), the live servers that take its keys and
+  // those that said they hold them; the servers that left this way (id -> identity).
+  int leaving_ = kEmpty;
+  std::set<int> leave_receivers_;
+  std::set<int> leave_reported_;
+  std::map<int, std::string> withdrawn_;
+  std::set<int> withdraw_waits_logged_;  // servers told once why their leave waits
+  // Servers waiting to be added while another one enters, by identity.
+  std::map<std::string, Parked> waiting_adds_;
+  // How many servers may be added to a running job over its life, and the rank the next
+  // one gets at least.
+  static constexpr int kMaxAddedServers = 1024;
+  int next_added_rank_ = 0;
   JobReports reports_;  // what the nodes last reported (heartbeats, leaves)
   StallReport stall_;
   std::unique_ptr<MetricsEndpoint> metrics_;  // PS_METRICS_PORT

@@ -51,6 +51,10 @@ const char* StateName(Node::State state) {
       return "dead";
     case Node::kLeft:
       return "left";
+    case Node::kEntering:
+      return "entering";
+    case Node::kLeaving:
+      return "leaving";
   }
   return "unknown";
 }

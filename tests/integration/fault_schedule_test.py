@@ -19,11 +19,16 @@ SCHEDULE is one of:
           exits 1) and a new server in its place.
   mixed   4 faults drawn from both, with every node losing 2% of what it receives
           (PS_DROP_RATE=0.02, PS_RESEND=1 at 100 ms), 16 pushes in flight per worker.
+  elastic 5 faults, each drawn: a server added (started by hand without PS_RANK), a
+          server leaving (SIGTERM, PS_LEAVE_ON_SIGTERM=1: it leaves gracefully and exits
+          0), or SIGKILL with a new server in its place; the job keeps 3 to 5 servers.
+          As mixed, every node loses 2% of what it receives, 16 pushes in flight.
 
 The job has recovered from a fault once the new server caught up (the scheduler says
-so), or 1 s after a short stop ended. SEEDS is a seed or a comma-separated list; each
-seed is a run, checked in full: every acknowledged increment counted once (0 lost, 0
-twice), no push failed, every node but the killed, stopped-dead ones exits 0. Each run
+so), the leaving server left the table, or 1 s after a short stop ended. SEEDS is a seed
+or a comma-separated list; each seed is a run, checked in full: every acknowledged
+increment counted once (0 lost, 0 twice), no push failed, every node but the killed,
+stopped-dead ones exits 0 (a server that left gracefully too). Each run
 prints its faults and, for each, when the workers' throughput was back at 90% of the
 second before it, first (a measurement, not checked). HERDPS_TEST_HEARTBEAT_TIMEOUT as for
 replication_test.py.
@@ -42,28 +47,43 @@ from replication_test import HEARTBEAT_ENV, check_counts  # noqa: E402
 WORKERS = 2
 SERVERS = 3
 KEYS = 64
-PUSHES = {"kills": 16000, "stops": 16000, "mixed": 8000}
+PUSHES = {"kills": 16000, "stops": 16000, "mixed": 8000, "elastic": 8000}
 # Pushes in flight per worker: with messages lost, one push in ~7 waits for a resend
 # (100 ms); 16 at a time keep the workload going meanwhile.
-WINDOW = {"kills": 1, "stops": 1, "mixed": 16}
-FAULTS = {"kills": 3, "stops": 3, "mixed": 4}
+WINDOW = {"kills": 1, "stops": 1, "mixed": 16, "elastic": 16}
+FAULTS = {"kills": 3, "stops": 3, "mixed": 4, "elastic": 5}
+LOSSY = ("mixed", "elastic")
 TIMEOUT_S = float(HEARTBEAT_ENV["PS_HEARTBEAT_TIMEOUT"])
 
 
 def draw_faults(schedule, seed):
-    """[(kind, gap_s, server, stop_s)], kind "kill", "stop" (short) or "stop_dead"."""
+    """[(kind, gap_s, server, stop_s)], kind "kill", "stop" (short), "stop_dead", "join"
+    (server: the rank the scheduler gives it) or "leave"."""
     rng = random.Random(f"{schedule}:{seed}")
     faults = []
+    live = list(range(SERVERS))
+    next_rank = SERVERS  # the scheduler never gives a rank twice
     for _ in range(FAULTS[schedule]):
         if schedule == "kills":
             kind = "kill"
         elif schedule == "stops":
             kind = rng.choice(["stop", "stop_dead"])
-        else:
+        elif schedule == "mixed":
             kind = rng.choice(["kill", "stop", "stop_dead"])
+        else:
+            kind = rng.choice(["kill"] + (["join"] if len(live) < 5 else []) +
+                              (["leave"] if len(live) > 3 else []))
+        gap = rng.uniform(0.5, 2.0)
+        if kind == "join":
+            rank = next_rank
+            next_rank += 1
+            live.append(rank)
+        else:
+            rank = rng.choice(live)
+            if kind == "leave":
+                live.remove(rank)
         # A short stop lasts at most half of PS_HEARTBEAT_TIMEOUT (0.3 to 1.5 s at 3 s).
-        faults.append((kind, rng.uniform(0.5, 2.0), rng.randrange(SERVERS),
-                       rng.uniform(0.1, 0.5) * TIMEOUT_S))
+        faults.append((kind, gap, rank, rng.uniform(0.1, 0.5) * TIMEOUT_S))
     return faults
 
 
@@ -100,8 +120,10 @@ def back_at_90(slots, at, until):
 def run_one(schedule, seed, app, f):
     with Job() as job:
         env = dict(HEARTBEAT_ENV, PS_REPLICATION="2")
-        if schedule == "mixed":
+        if schedule in LOSSY:
             env.update(PS_RESEND="1", PS_RESEND_TIMEOUT="100", PS_DROP_RATE="0.02")
+        if schedule == "elastic":
+            env.update(PS_LEAVE_ON_SIGTERM="1")
         pushes = PUSHES[schedule]
         args = [f"--pushes={pushes}", f"--keys={KEYS}", f"--window={WINDOW[schedule]}"]
         nodes = job.start_by_hand(app, WORKERS, SERVERS, args, extra_env=env)
@@ -109,6 +131,7 @@ def run_one(schedule, seed, app, f):
         workers = [nodes[f"worker {r}"] for r in range(WORKERS)]
         servers = {r: nodes[f"server {r}"] for r in range(SERVERS)}
         gone = []  # processes a fault ended (killed, or stopped until declared dead)
+        departed = []  # servers that left gracefully: they exit 0
         if not wait_until(lambda: all(f"worker {r} pid" in workers[r].text()
                                       for r in range(WORKERS)), START_S):
             raise AssertionError("the workers did not start")
@@ -119,8 +142,30 @@ def run_one(schedule, seed, app, f):
             time.sleep(gap)
             if any(w.poll() is not None for w in workers):
                 break  # the workers are done: no fault lands in the workload any more
-            victim = servers[rank]
             at = time.time()
+            if kind == "join":
+                template = next(iter(servers.values()))
+                env_added = {k: v for k, v in template.env.items() if k != "PS_RANK"}
+                servers[rank] = Process(f"server {rank} (added)", template.cmd, env_added,
+                                        job.tmp.name)
+                job.procs.append(servers[rank])
+                applied.append((kind, rank, at))
+                caught_up += 1  # the scheduler's line counts among the replacements'
+                if not f.expect(wait_until(lambda: re.search(
+                        rf"server {rank} \(node {8 + 2 * rank}\) caught up", scheduler.text()),
+                        TIMEOUT_S + 30), f"the added server {rank} did not catch up"):
+                    return
+                continue
+            victim = servers[rank]
+            if kind == "leave":
+                victim.proc.send_signal(signal.SIGTERM)
+                applied.append((kind, rank, at))
+                departed.append(servers.pop(rank))
+                if not f.expect(wait_until(lambda: re.search(
+                        rf"server {rank} \(node {8 + 2 * rank}\) left the job", scheduler.text()),
+                        TIMEOUT_S + 30), f"server {rank} did not leave the job"):
+                    return
+                continue
             if kind == "kill":
                 victim.kill()
             else:
@@ -141,8 +186,9 @@ def run_one(schedule, seed, app, f):
                     return
                 os.killpg(victim.proc.pid, signal.SIGCONT)
             gone.append(victim)
+            # In the dead one's place: its rank (an added server was started without one).
             servers[rank] = Process(f"server {rank} after fault {len(applied)}", victim.cmd,
-                                    victim.env, job.tmp.name)
+                                    dict(victim.env, PS_RANK=str(rank)), job.tmp.name)
             job.procs.append(servers[rank])
             caught_up += 1
             if not f.expect(wait_until(lambda: len(re.findall(r"\) caught up: it holds its keys",
@@ -150,7 +196,7 @@ def run_one(schedule, seed, app, f):
                                        TIMEOUT_S + 30),
                             f"the new server {rank} did not catch up"):
                 return
-        survivors = [scheduler] + workers + list(servers.values())
+        survivors = [scheduler] + workers + list(servers.values()) + departed
         if not wait_exits(survivors + gone, 180):
             raise AssertionError("the job did not finish")
         print(f"seed {seed}: faults " + ", ".join(

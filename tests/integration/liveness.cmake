@@ -78,19 +78,30 @@ herdps_server_death_test(replication_kill_one_of_three replication_test.py kill_
 herdps_server_death_test(replication_push_sent_again_after_its_copy_is_taken_once
                          replication_test.py kill_one_of_three_lossy)
 herdps_server_death_test(replication_launched replication_test.py launched LAUNCH)
-# Fault schedules drawn from a seed (kills, stops, both with lost messages): every
-# acknowledged increment counted once. One seed each here; docs/fault-tolerance.md gives
-# the 20-seed figures.
-foreach(schedule kills stops mixed)
+# Fault schedules drawn from a seed (kills, stops, both with lost messages, servers
+# added, leaving and killed with lost messages): every acknowledged increment counted
+# once. One seed each here (elastic: seed 5, two adds and two leaves among its faults);
+# docs/fault-tolerance.md gives the figures over many seeds.
+foreach(schedule_seed kills:1 stops:1 mixed:1 elastic:5)
+  string(REPLACE ":" ";" parts ${schedule_seed})
+  list(GET parts 0 schedule)
+  list(GET parts 1 seed)
   add_test(NAME integration.fault_schedule_${schedule}
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/fault_schedule_test.py
-            ${schedule} 1 $<TARGET_FILE:server_restart_app>)
+            ${schedule} ${seed} $<TARGET_FILE:server_restart_app>)
   set_tests_properties(integration.fault_schedule_${schedule} PROPERTIES TIMEOUT 300)
 endforeach()
 # A new server in a dead one's place catches up from the live servers; then another
 # server dies, and nothing is lost (two of three servers dead, one at a time).
 herdps_server_death_test(replication_replaced_then_another_killed replication_test.py
                          replaced_then_another_killed)
+# Two servers added to a running job by hand, one entering while the other waits: each
+# catches up the keys the grown ring gives it while the pushes go on, then the ring
+# places keys on it; nothing lost or applied twice (server_added_test.py).
+herdps_server_death_test(server_added_twice server_added_test.py added_twice)
+# A server added, then another one leaving gracefully on SIGTERM (PS_LEAVE_ON_SIGTERM=1):
+# the others take its keys over while it serves them, it exits 0, nothing is lost.
+herdps_server_death_test(server_added_then_removed server_added_test.py added_then_removed)
 # The restart and the failover with the runtime's default heartbeats (dead after 10 s).
 herdps_server_death_test(server_restart_from_checkpoint_with_default_heartbeats
                          server_restart_test.py from_checkpoint)

@@ -98,6 +98,45 @@ TEST(MembershipView, CountAliveCountsJoiningAndLiveNodesOfARole) {
   EXPECT_EQ(MembershipView().CountAlive(Node::kWorkerRole), 0);
 }
 
+Node MakeServer(int rank, Node::State state) {
+  Node n = MakeNode(8 + 2 * rank, Node::kServerRole, state);
+  n.rank = rank;
+  return n;
+}
+
+TEST(MembershipView, AnEnteringServerIsAliveAndOnlyOnTheNextRing) {
+  MembershipView v;
+  v.nodes = {MakeNode(1, Node::kSchedulerRole, Node::kLive), MakeServer(0, Node::kLive),
+             MakeServer(1, Node::kDead), MakeServer(2, Node::kJoining),
+             MakeServer(3, Node::kEntering)};
+  v.PlaceKeys(ConsistentHashRing::kRing, 16);
+  EXPECT_TRUE(v.IsAlive(14));
+  // Dead and joining servers keep their place (their keys fail over); the entering one
+  // has none yet.
+  EXPECT_EQ(v.ring.servers(), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(v.ring.rank_bound(), 3);
+  ASSERT_TRUE(v.ring_changing());
+  EXPECT_EQ(v.next_ring.servers(), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(v.next_ring.rank_bound(), 4);
+  // The grown ring moves keys only onto the new server.
+  int moved = 0;
+  for (Key key = 0; key < 4000; ++key) {
+    const int before = v.ring.ServerOf(key);
+    const int after = v.next_ring.ServerOf(key);
+    if (before != after) {
+      EXPECT_EQ(after, 3) << key;
+      ++moved;
+    }
+  }
+  EXPECT_GT(moved, 4000 / 4 / 2);
+  EXPECT_LT(moved, 4000 / 4 * 2);
+
+  v.nodes.back().state = Node::kLive;
+  v.PlaceKeys(ConsistentHashRing::kRing, 16);
+  EXPECT_EQ(v.ring.servers(), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_FALSE(v.ring_changing());
+}
+
 TEST(MembershipHolder, StartsWithAnEmptyVersionZeroView) {
   MembershipHolder holder;
   const MembershipView* v = holder.Get();

@@ -168,7 +168,7 @@ TEST(MetaCodec, EveryFieldSurvivesTheRoundTrip) {
 TEST(MetaCodec, EveryControlCommandRoundTrips) {
   for (auto cmd : {Control::kAddNode, Control::kBarrier, Control::kHeartbeat, Control::kAck,
                    Control::kTerminate, Control::kMembership, Control::kLeave,
-                   Control::kCaughtUp}) {
+                   Control::kCaughtUp, Control::kWithdraw}) {
     Message msg;
     msg.meta.control.cmd = cmd;
     msg.meta.control.barrier_group = 7;
@@ -381,8 +381,9 @@ Message ControlPlaneMessage() {
   m.control.consistency = 2;
   m.control.staleness = 3;
   m.control.token = std::string("tok\0en\xff", 7);
-  const Node::State states[] = {Node::kJoining, Node::kLive, Node::kDead, Node::kLeft};
-  for (int i = 0; i < 4; ++i) {
+  const Node::State states[] = {Node::kJoining, Node::kLive, Node::kDead, Node::kLeft,
+                                Node::kEntering, Node::kLeaving};
+  for (int i = 0; i < 6; ++i) {
     Node n = MakeNode(8 + i, i % 2 ? Node::kWorkerRole : Node::kServerRole, 9100 + i);
     n.identity = "hps-" + std::to_string(i) + std::string("\0\x80", 2);
     n.state = states[i];
@@ -460,7 +461,7 @@ TEST(MetaCodec, AnIdentityOfUpTo255BytesAndATokenOfUpTo1024AreAccepted) {
 }
 
 TEST(MetaCodec, DecodeRejectsANodeWithAnUnknownState) {
-  for (int state : {4, 99, -1}) {
+  for (int state : {6, 99, -1}) {
     herdps::wire::Node* node = nullptr;
     herdps::wire::Meta p = OneNodeWire(&node);
     node->set_state(static_cast<herdps::wire::NodeState>(state));
@@ -488,12 +489,12 @@ TEST(MetaCodec, DecodeRejectsATokenOver1024Bytes) {
   EXPECT_TRUE(Contains(s, "join token of 1025 bytes is over the limit")) << s;
 }
 
-TEST(MetaCodec, DecodeRejectsTheFirstCommandPastCaughtUp) {
+TEST(MetaCodec, DecodeRejectsTheFirstCommandPastWithdraw) {
   herdps::wire::Meta p;
-  p.mutable_control()->set_cmd(static_cast<herdps::wire::Command>(Control::kCaughtUp + 1));
+  p.mutable_control()->set_cmd(static_cast<herdps::wire::Command>(Control::kWithdraw + 1));
   Status s = DecodeWire(p, {});
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(s, "unknown control command 9")) << s;
+  EXPECT_TRUE(Contains(s, "unknown control command 10")) << s;
 }
 
 }  // namespace

@@ -188,10 +188,15 @@ class OptimizerServer {
   // served; a part sent again still goes on to the replicas that live).
   void AnswerDuplicate(const KVMeta& meta, const KVPairs<float>& data);
   // Catch-up (optimizer_server_catch_up.cc): a new server in a dead one's place gets,
-  // from each live server, the keys the two hold, then the copies of later pushes.
+  // from each live server, the keys the two hold, then the copies of later pushes; a
+  // server added to the job, the keys the grown ring gives it; while a server leaves,
+  // each live server the keys the ring without it gives it that it does not hold.
   // On the control loop, for each new membership: sends what a new server needs, or
   // (on the new server) checks whether it has everything.
   void OnMembership(const MembershipView& view);
+  // catch_up_mu_ held: a server of `view` is leaving (or none is): starts this server's
+  // part in it once (sending, and on a live server taking), or ends it.
+  void OnLeaveLocked(const MembershipView& view, const Node& me);
   // On the data receive thread, where copies leave: the keys server `rank` holds with
   // this one, as a consistent cut of the pushes taken so far; every copy planned after
   // it reaches that server after it.
@@ -254,6 +259,9 @@ class OptimizerServer {
   std::map<int, uint64_t> catch_up_taken_;
   int catch_up_ticket_ = -1;     // Postoffice::AddCatchUp's
   bool catch_up_failed_ = false;  // a message it could not take: it never says caught up
+  bool catch_up_done_ = false;  // every sender's end taken, the node told
+  // The leaving server (id, identity) whose keys this server's current round moves.
+  std::pair<int, std::string> leave_round_{-1, std::string()};
   std::atomic<bool> caught_up_{false};  // it holds its keys from its replicas
   std::atomic<uint64_t> duplicates_{0};
   LogLimiter replica_log_;

@@ -116,6 +116,10 @@ struct Config {
   // Only the scheduler's counts, as above.
   int replication = 1;
   bool replication_set = false;
+  // PS_LEAVE_ON_SIGTERM: a server that gets SIGTERM leaves the running job gracefully
+  // (Postoffice::Withdraw: its keys move to the others first) instead of dying; a
+  // second SIGTERM ends it at once. Off by default.
+  bool leave_on_sigterm = false;
   // PS_CHECKPOINT_DIR: where an OptimizerServer whose options name no folder writes
   // <dir>/server-<rank>.ckpt and resumes from it (docs/fault-tolerance.md). Empty: no
   // checkpoints. PS_CHECKPOINT_EVERY: when, as comma-separated terms "<seconds>[s]" and

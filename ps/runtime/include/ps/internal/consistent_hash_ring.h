@@ -81,6 +81,9 @@ class ConsistentHashRing {
   Placement placement() const { return placement_; }
   bool empty() const { return servers_.empty(); }
   const std::vector<int>& servers() const { return servers_; }
+  // One more than the highest rank on the ring (0 when empty): what arrays indexed by
+  // the ranks this ring names need, however servers were added.
+  int rank_bound() const { return rank_bound_; }
   int virtual_nodes() const { return virtual_nodes_; }
 
   // The 64-bit hash keys are placed by (a bijective mixer, so distinct keys never
@@ -104,6 +107,7 @@ class ConsistentHashRing {
   int FirstLive(const std::vector<int>& replicas) const;
 
   std::vector<int> servers_;
+  int rank_bound_ = 0;
   int virtual_nodes_ = 0;
   Placement placement_ = kRing;
   int replication_ = 1;

@@ -28,7 +28,13 @@ struct MembershipView {
   std::vector<Node> nodes;  // sorted by id, the scheduler first
   // Over every server of the job, dead ones included: keys stay where they were placed,
   // and requests for a dead server's keys fail with Unavailable (no silent data loss).
+  // Servers that are entering (added, still catching up) are not on it yet; one that is
+  // leaving still is.
   ConsistentHashRing ring;
+  // While a server is entering or leaving: the ring that follows (without the leaving
+  // one, with the entering one), by which the servers send the keys it gives a server
+  // that does not hold them yet, and the copies of their pushes. Empty otherwise.
+  ConsistentHashRing next_ring;
 
   // The node with this id, or nullptr.
   const Node* Find(int id) const;
@@ -41,6 +47,11 @@ struct MembershipView {
   // `alive_only`.
   std::vector<int> Ids(int node_group, bool alive_only) const;
   int CountAlive(Node::Role role) const;
+  // Sets ring and next_ring from the servers' states (see above), as every node does
+  // with every table it takes, so that all place keys alike.
+  void PlaceKeys(ConsistentHashRing::Placement placement, int virtual_nodes);
+  // A server is entering or leaving: next_ring is set.
+  bool ring_changing() const { return !next_ring.empty(); }
 };
 
 // Holds the current view. Readers get a plain pointer (one atomic load, no reference

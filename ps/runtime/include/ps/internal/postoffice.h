@@ -20,6 +20,7 @@
 #ifndef PS_INTERNAL_POSTOFFICE_H_
 #define PS_INTERNAL_POSTOFFICE_H_
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -134,7 +135,9 @@ class Postoffice {
   const Node& my_node() const { return my_node_; }
   std::vector<Node> nodes() const { return membership_.Get()->nodes; }
   int num_workers() const { return config_.num_workers; }
-  int num_servers() const { return config_.num_servers; }
+  // Server ranks in use: PS_NUM_SERVER, and more once servers are added to the running
+  // job (docs/fault-tolerance.md); ranks are 0..num_servers()-1. It only grows.
+  int num_servers() const { return std::max(config_.num_servers, server_slots_.load()); }
   int my_rank() const { return my_node_.rank; }
   bool is_worker() const { return config_.role == Node::kWorkerRole; }
   bool is_server() const { return config_.role == Node::kServerRole; }
@@ -178,8 +181,9 @@ class Postoffice {
   int AddMembershipListener(MembershipListener listener);
   void RemoveMembershipListener(int id);
   // Replication (docs/fault-tolerance.md): whether this node is a new server in a dead
-  // one's place that has not caught up yet (joining in the table: its keys are still
-  // served by their replicas). Thread-safe.
+  // one's place, or one added to the running job, that has not caught up yet (joining or
+  // entering in the table: its keys are still served by the servers that hold them).
+  // Thread-safe.
   bool catching_up() const;
   // For each app that keeps replicas (OptimizerServer) on such a server: a ticket, then
   // CatchUpDone(ticket) once the app holds what every live server sent it. When every
@@ -187,6 +191,26 @@ class Postoffice {
   // heartbeat until its table says it is live. Thread-safe.
   int AddCatchUp();
   void CatchUpDone(int ticket);
+  // A ticket whose catch-up ended without completing (the ring change it was for was
+  // called off): forgotten, without telling the scheduler anything. Thread-safe.
+  void CancelCatchUp(int ticket);
+
+  // This server leaves the running job gracefully (docs/fault-tolerance.md, "Removing a
+  // server"): the scheduler marks it leaving, the servers move the keys a ring without
+  // it gives to servers that do not hold them yet while it serves them, and then take
+  // it out of the table. From then on its barriers return at once and Finalize leaves
+  // without waiting for the others. Returns at once: OK once asked (a ring change under
+  // way, or a dead server, makes it wait); InvalidArgument when it cannot leave (not a
+  // server, not joined yet, PS_REPLICATION < 2, PS_KEY_PLACEMENT=range, or the ring
+  // would keep fewer than PS_REPLICATION servers). PS_LEAVE_ON_SIGTERM=1 calls it on
+  // SIGTERM.
+  // Thread-safe.
+  Status Withdraw();
+  // Whether this server has left the job through Withdraw.
+  bool withdrawn() const { return withdrawn_.load(); }
+  // Whether this live server takes keys over from a leaving one (the table has a
+  // leaving server, and this one is live). Thread-safe.
+  bool ReceivesMovedKeys() const;
 
   // For SchedulerRole (on the control loop): makes `view` this node's membership,
   // connects to new nodes, forgets gone ones and ends the requests waiting for them.
@@ -323,10 +347,18 @@ class Postoffice {
   int next_catch_up_ = 0;
   bool caught_up_ = false;  // every ticket done; under catch_up_mu_
   void SendCaughtUp();
+  // Withdraw (postoffice_withdraw.cc): asked, and the scheduler said it is done.
+  std::atomic<bool> withdraw_asked_{false};
+  std::atomic<bool> withdrawn_{false};
+  void SendWithdraw();  // on the control loop; again with each heartbeat until leaving
+  void HandleWithdrawn(const Message& msg);
+  void ListenForSigtermLeave();  // PS_LEAVE_ON_SIGTERM: the handler and its timer
+  void CheckSigtermLeave();  // on the control loop
   // The most servers down at once (dead, or catching up) in the views this node saw,
   // each view counted with the one before it: with replication, what says whether
   // every key kept a live copy (ExitNonZeroIfNodesWereLost). Written on the control loop.
   std::atomic<int> most_servers_down_{0};
+  std::atomic<int> server_slots_{0};  // one more than the highest server rank in a table
 
   // Customers, and data that arrived before its customer (inbound dispatch).
   std::unique_ptr<CustomerDirectory> directory_;

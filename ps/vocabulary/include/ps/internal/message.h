@@ -42,8 +42,12 @@ const char* DataTypeName(DataType type);
 // A node of the job as the node table lists it.
 struct Node {
   enum Role { kSchedulerRole = 1, kServerRole = 2, kWorkerRole = 3 };
-  // Values match proto NodeState. kDead and kLeft are final.
-  enum State { kJoining = 0, kLive = 1, kDead = 2, kLeft = 3 };
+  // Values match proto NodeState. kDead and kLeft are final. kJoining: a new server in
+  // a dead one's place, catching up (its rank is on the ring, failed over); kEntering: a
+  // server added to a running job, catching up (the ring places no key on it yet);
+  // kLeaving: a server leaving the running job, serving its keys while the others take
+  // them over (the ring that follows has no key on it).
+  enum State { kJoining = 0, kLive = 1, kDead = 2, kLeft = 3, kEntering = 4, kLeaving = 5 };
   int id = kEmpty;
   Role role = kWorkerRole;
   std::string host;
@@ -60,7 +64,9 @@ struct Node {
   // sharing the process's endpoints and identity. 0 for every other node.
   int instance = 0;
   static constexpr int kMaxInstances = 1024;
-  bool alive() const { return state == kJoining || state == kLive; }
+  bool alive() const {
+    return state == kJoining || state == kLive || state == kEntering || state == kLeaving;
+  }
   std::string DebugString() const;
 };
 
@@ -71,9 +77,9 @@ const char* StateName(Node::State state);
 struct Control {
   enum Command {
     kData = 0, kAddNode = 1, kBarrier = 2, kHeartbeat = 3, kAck = 4, kTerminate = 5,
-    kMembership = 6, kLeave = 7, kCaughtUp = 8
+    kMembership = 6, kLeave = 7, kCaughtUp = 8, kWithdraw = 9
   };
-  static constexpr int kLastCommand = kCaughtUp;
+  static constexpr int kLastCommand = kWithdraw;
   Command cmd = kData;
   std::vector<Node> nodes;
   int barrier_group = 0;

@@ -1,0 +1,123 @@
+// A server leaving the running job gracefully (docs/fault-tolerance.md, "Removing a
+// server"; the server's side is postoffice_withdraw.cc). Once every server is live the
+// scheduler marks it leaving: it still serves its keys, and the ring that follows has
+// none on it. The servers send each live server the keys that ring gives it and that
+// it does not hold yet, with the copies of the pushes taken meanwhile; each live server
+// says when it holds them all (Control::kCaughtUp). Then the leaving server goes out of
+// the table, and is told so. One ring change at a time.
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <string>
+
+#include "ps/internal/postoffice.h"
+#include "scheduler_role.h"
+
+namespace ps {
+
+void SchedulerRole::HandleWithdraw(const Message& msg) {
+  const int id = msg.meta.sender;
+  Node* leaving = nullptr;
+  for (Node& n : view_.nodes) {
+    if (n.id == id) leaving = &n;
+  }
+  if (!leaving || leaving->role != Node::kServerRole || !live_.count(id) ||
+      leaving->state != Node::kLive) {
+    return;  // leaving already, or not a live server
+  }
+  const std::string asks = "server " + std::to_string(leaving->rank) + " asks to leave the job";
+  size_t placed = 0;
+  std::string busy;
+  for (const Node& n : view_.nodes) {
+    if (n.role != Node::kServerRole) continue;
+    placed += n.state != Node::kEntering;
+    if (n.state != Node::kLive && busy.empty()) {
+      busy = "server " + std::to_string(n.rank) + " is " + StateName(n.state);
+    }
+  }
+  // The server checked these before it asked (Postoffice::Withdraw).
+  std::string cannot;
+  if (config_.replication < 2 || config_.key_placement != ConsistentHashRing::kRing) {
+    cannot = "leaving needs PS_REPLICATION >= 2 and PS_KEY_PLACEMENT=ring";
+  } else if (placed <= static_cast<size_t>(config_.replication)) {
+    cannot = "without it fewer than PS_REPLICATION=" + std::to_string(config_.replication) +
+             " servers would hold each key";
+  }
+  if (!cannot.empty() || !busy.empty()) {
+    // It asks again with each heartbeat: said once per server.
+    if (withdraw_waits_logged_.insert(id).second) {
+      LOG(WARNING) << asks << ", but " << (cannot.empty() ? busy : cannot) << ": it "
+                   << (cannot.empty() ? "waits until every server is live" : "stays");
+    }
+    return;
+  }
+  withdraw_waits_logged_.erase(id);
+  leaving->state = Node::kLeaving;
+  leaving_ = id;
+  leave_receivers_.clear();
+  leave_reported_.clear();
+  for (const Node& n : view_.nodes) {
+    if (n.role == Node::kServerRole && n.state == Node::kLive) leave_receivers_.insert(n.id);
+  }
+  ++view_.version;
+  postoffice_->InstallMembership(view_);
+  LOG(WARNING) << asks << ": it is leaving, and serves its keys while the other "
+               << leave_receivers_.size() << " servers take them over (membership version "
+               << view_.version << ")";
+  Broadcast();
+}
+
+void SchedulerRole::FinishLeave() {
+  const Node* leaving = view_.Find(leaving_);
+  if (!leaving) return;
+  const Node gone = *leaving;
+  // Told while it is still in the table; a lost answer is repeated for its heartbeats.
+  withdrawn_[gone.id] = gone.identity;
+  AnswerWithdrawn(gone.id);
+  view_.nodes.erase(std::remove_if(view_.nodes.begin(), view_.nodes.end(),
+                                   [&gone](const Node& n) { return n.id == gone.id; }),
+                    view_.nodes.end());
+  live_.erase(gone.id);
+  replacements_.erase(gone.id);
+  for (auto& barrier : barriers_) barrier.second.arrived.erase(gone.id);
+  leaving_ = kEmpty;
+  leave_receivers_.clear();
+  leave_reported_.clear();
+  ++view_.version;
+  postoffice_->InstallMembership(view_);
+  LOG(WARNING) << "server " << gone.rank << " (node " << gone.id << ") left the job: the "
+               << "other servers hold its keys, and the ring has "
+               << postoffice_->membership()->ring.servers().size() << " servers (membership "
+               << "version " << view_.version << ")";
+  Broadcast();
+  ReleaseCompleteBarriers();
+  AdmitWaitingServer();
+}
+
+void SchedulerRole::CallOffLeave(const std::string& why) {
+  for (Node& n : view_.nodes) {
+    if (n.id != leaving_) continue;
+    n.state = Node::kLive;
+    LOG(WARNING) << "server " << n.rank << "'s leave is called off (" << why << "): it serves "
+                 << "its keys as before and asks again";
+  }
+  leaving_ = kEmpty;
+  leave_receivers_.clear();
+  leave_reported_.clear();
+}
+
+void SchedulerRole::AnswerIfWithdrawn(int id, const std::string& identity) {
+  auto it = withdrawn_.find(id);
+  if (it != withdrawn_.end() && it->second == identity && !view_.Find(id)) AnswerWithdrawn(id);
+}
+
+void SchedulerRole::AnswerWithdrawn(int id) {
+  Message reply;
+  reply.meta.control.cmd = Control::kWithdraw;
+  reply.meta.recipient = id;
+  // Straight through the van: the runtime sends nothing to a node out of the table.
+  reply.meta.sender = self_.id;
+  postoffice_->van()->Send(reply, SendMode::kNonBlocking, Channel::kControl);
+}
+
+}  // namespace ps

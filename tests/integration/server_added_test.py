@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""A server added to a running job (PS_REPLICATION=2), nodes started by hand as on
+several hosts, with the counter workload of server_restart_app.cc.
+
+HOW is one of:
+  added_by_hand     SGD counters on 1024 keys, 2 workers and 3 servers; 1.5 s into the
+                    run a fourth server is started by hand with the job's settings and
+                    no PS_RANK. The scheduler adds it as server 3 (entering), the live
+                    servers send it the keys the grown ring gives it while the pushes go
+                    on, and once it holds them the ring places keys on it. No push fails,
+                    the final values (pulled from the grown ring) are exactly the
+                    acknowledged increments, every process exits 0. Prints the keys that
+                    moved against the ring's share (R/N of the keys, 1/N of the copies)
+                    and the workers' throughput around the move. With --save_dir, every
+                    key the new server holds came in the catch-up and equals its copy on
+                    another server, bit for bit.
+  added_twice       as added_by_hand with two servers started at once: one enters, the
+                    other waits until it holds its keys, then enters too (5 servers).
+  added_then_removed
+                    as added_by_hand, every server with PS_LEAVE_ON_SIGTERM=1; once the
+                    new server 3 caught up, server 0 gets SIGTERM: it leaves gracefully,
+                    the other servers take over the keys a ring without it gives them
+                    while it serves them, then it leaves the table and exits 0. Counts
+                    exact, every process exits 0; prints the keys that moved for each
+                    change against the ring's share.
+
+Usage: server_added_test.py HOW APP
+"""
+import os
+import re
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from liveness_test import START_S, Job, Process, run_checks, wait_exits, wait_until  # noqa: E402
+from replication_test import (HEARTBEAT_ENV, WORKERS, check_counts,  # noqa: E402
+                              read_checkpoint)
+
+SERVERS = 3
+KEYS = 1024
+PUSHES = 8000  # per worker, ~1 ms apart: the add comes early, the move while they push
+ADD_AT_S = 1.5
+
+
+def rates_around(worker_texts, at, before_s=1.0, after_s=1.0):
+    """Acknowledged pushes per second (both workers) over the second before `at` and the
+    lowest over any 200 ms in the second after it; None when it cannot be told."""
+    slots = {}
+    for text in worker_texts:
+        m = re.search(r"acks per 50 ms from ([\d.]+):([\d ]*)", text)
+        if not m:
+            return None
+        start = float(m.group(1))
+        for i, n in enumerate(int(x) for x in m.group(2).split()):
+            slot = int(round((start + 0.05 * i) / 0.05))
+            slots[slot] = slots.get(slot, 0) + n
+    first = int(round(at / 0.05))
+    before = sum(slots.get(first - d, 0) for d in range(1, int(before_s / 0.05) + 1)) / before_s
+    lowest = min(sum(slots.get(s + d, 0) for d in range(4)) / 0.2
+                 for s in range(first, first + int(after_s / 0.05) - 3))
+    return before, lowest
+
+
+def added(app, f, how):
+    count = 2 if how == "added_twice" else 1
+    remove = how == "added_then_removed"
+    with Job() as job:
+        save = os.path.join(job.tmp.name, "saved")
+        os.makedirs(save)
+        args = [f"--pushes={PUSHES}", f"--keys={KEYS}", f"--save_dir={save}"]
+        # Chunks are off: a value in chunks is striped over the ranks, which an added
+        # server would change for most of them (the catch-up refuses them).
+        env = dict(HEARTBEAT_ENV, PS_REPLICATION="2", PS_CHUNK_BYTES="0")
+        if remove:
+            env["PS_LEAVE_ON_SIGTERM"] = "1"
+        nodes = job.start_by_hand(app, WORKERS, SERVERS, args, extra_env=env)
+        scheduler = nodes["scheduler"]
+        if not wait_until(lambda: all(f"worker {r} pid" in nodes[f"worker {r}"].text()
+                                      for r in range(WORKERS)), START_S):
+            raise AssertionError("the workers did not start")
+        time.sleep(ADD_AT_S)
+        template = nodes["server 0"]
+        added_env = {k: v for k, v in template.env.items() if k != "PS_RANK"}
+        new = []
+        for i in range(count):
+            p = Process(f"added server {i}", template.cmd, added_env, job.tmp.name)
+            job.procs.append(p)
+            new.append(p)
+        added_at = time.time()
+        ranks = list(range(SERVERS, SERVERS + count))
+        for rank in ranks:
+            if not f.expect(wait_until(lambda: re.search(
+                    rf"server {rank} \(node {8 + 2 * rank}\) caught up", scheduler.text()), 60),
+                    f"the scheduler did not say server {rank} caught up"):
+                return
+        print(f"{count} server(s) added and caught up {time.time() - added_at:.2f} s after "
+              "they started")
+        f.expect(all(nodes[f"worker {r}"].poll() is None for r in range(WORKERS)),
+                 "the workers had finished before the add: the test exercised nothing")
+        if remove:
+            time.sleep(1.0)
+            leaving = nodes["server 0"]
+            leaving.proc.send_signal(signal.SIGTERM)
+            asked_at = time.time()
+            if not f.expect(wait_until(lambda: re.search(r"server 0 \(node 8\) left the job",
+                                                         scheduler.text()), 60),
+                            "the scheduler did not say server 0 left the job"):
+                return
+            print(f"server 0 left the job {time.time() - asked_at:.2f} s after its SIGTERM")
+            f.expect(all(nodes[f"worker {r}"].poll() is None for r in range(WORKERS)),
+                     "the workers had finished before the leave: the test exercised nothing")
+        everyone = list(nodes.values()) + new
+        if not wait_exits(everyone, 120):
+            raise AssertionError("the job did not finish")
+        texts = [nodes[f"worker {r}"].text() for r in range(WORKERS)]
+        check_counts(f, texts, PUSHES)
+        for p in everyone:
+            f.expect(p.proc.returncode == 0, f"{p.name} exited {p.proc.returncode}, not 0")
+        for what, at in [("add", added_at)] + ([("leave", asked_at)] if remove else []):
+            rates = rates_around(texts, at)
+            if rates:
+                print(f"throughput: {rates[0]:.0f} pushes/s over the second before the "
+                      f"{what}, at least {rates[1]:.0f}/s over any 200 ms of the second "
+                      "after it")
+        leave_sent = {}
+        if remove:
+            for p in everyone:
+                for rank, n in re.findall(r"sent server (\d+) the (\d+) keys a leaving "
+                                          r"server's place gives it", p.text()):
+                    leave_sent[int(rank)] = leave_sent.get(int(rank), 0) + int(n)
+            moved = sum(leave_sent.values())
+            total = SERVERS + count
+            print(f"server 0 left: {moved} of {KEYS} keys got a new copy ({moved / KEYS:.3f}; "
+                  f"the keys it held are 2/{total} = {2 / total:.3f} of them, and "
+                  f"{moved / (2 * KEYS):.3f} of the copies moved, against 1/{total} = "
+                  f"{1 / total:.3f}), to servers {sorted(leave_sent)}")
+            f.expect(0 < moved < KEYS, f"{moved} keys moved when server 0 left")
+            f.expect(0 not in leave_sent, "the leaving server was sent keys")
+        servers_before = SERVERS
+        for rank in ranks:
+            pattern = rf"sent server {rank} the (\d+) keys it holds with this one"
+            sent = sum(int(n) for p in everyone for n in re.findall(pattern, p.text()))
+            total = servers_before + 1
+            print(f"server {rank}: {sent} of {KEYS} keys moved to it ({sent / KEYS:.3f}; the "
+                  f"ring's share with 2 copies of each key is 2/{total} = {2 / total:.3f}, "
+                  f"and {sent / (2 * KEYS):.3f} of the copies, against 1/{total} = "
+                  f"{1 / total:.3f})")
+            f.expect(0 < sent < KEYS, f"{sent} keys moved to server {rank}")
+            path = os.path.join(save, f"server-{rank}.ckpt")
+            if not f.expect(os.path.exists(path), f"server {rank} saved nothing"):
+                return
+            held = read_checkpoint(path)
+            # Every key was pushed before the add: the new server's keys all came in it
+            # (a later add takes some of them over again; the count is of the first).
+            if count == 1:
+                got = sent + leave_sent.get(rank, 0)
+                f.expect(got == len(held), f"server {rank} was sent {got} keys and holds "
+                         f"{len(held)}")
+            others = {}
+            for r in range(SERVERS + count):
+                if r != rank:
+                    others[r] = read_checkpoint(os.path.join(save, f"server-{r}.ckpt"))
+            unmatched = [key for key, record in held.items()
+                         if not any(o.get(key) == record for o in others.values())]
+            # A server added later may have taken a key's place from this one: this one
+            # keeps a stale copy it never serves.
+            later = [r for r in ranks if r > rank]
+            moved_on = [key for key in unmatched if any(key in others[r] for r in later)]
+            print(f"server {rank} holds {len(held)} keys; {len(unmatched)} equal no other "
+                  f"server's copy, {len(moved_on)} of them held by a server added later")
+            f.expect(len(unmatched) == len(moved_on), f"{len(unmatched) - len(moved_on)} keys "
+                     f"of server {rank} equal no other copy")
+            servers_before += 1
+        left = job.left()
+        f.expect(left == [], f"processes left: {left}")
+
+
+def main():
+    hows = ("added_by_hand", "added_twice", "added_then_removed")
+    if len(sys.argv) != 3 or sys.argv[1] not in hows:
+        print(__doc__, file=sys.stderr)
+        return 2
+    how, app = sys.argv[1], os.path.realpath(sys.argv[2])
+    return run_checks(lambda f: added(app, f, how))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
