@@ -13,6 +13,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <utility>
@@ -20,6 +21,7 @@
 
 #include "applied_copies.h"
 #include "catch_up_records.h"
+#include "ps/internal/event_loop.h"
 #include "ps/internal/postoffice.h"
 #include "ps/optimizer_server.h"
 #include "shard_thread.h"
@@ -30,6 +32,10 @@ namespace {
 // Values per catch-up message (4 MiB of floats): large enough to cost little per
 // message, small enough not to hold the connection long for the copies behind it.
 constexpr size_t kCatchUpFloatsPerMessage = size_t{1} << 20;
+// How long after a ring change a server erases the keys it no longer holds: every node
+// has the new table by then (a table goes out at once; one missed comes with the next
+// heartbeat's answer).
+constexpr std::chrono::seconds kDropAfterRingChange{2};
 
 }  // namespace
 
@@ -67,6 +73,11 @@ void OptimizerServer::OnMembership(const MembershipView& view) {
     return;
   }
   if (me->state != Node::kLive && me->state != Node::kLeaving) return;
+  if (me->state == Node::kLive && view.ring.servers() != placed_servers_) {
+    const bool changed = !placed_servers_.empty();
+    placed_servers_ = view.ring.servers();
+    if (changed) DropKeysNotHeldLater(view.ring);
+  }
   OnLeaveLocked(view, *me);
   for (const Node& n : view.nodes) {
     const bool catches_up = n.state == Node::kJoining || n.state == Node::kEntering;
@@ -82,6 +93,36 @@ void OptimizerServer::OnMembership(const MembershipView& view) {
     LOG_IF(ERROR, !posted) << "cannot send server " << rank << " its keys: the van does not "
                            << "run; it stays out of the job's placement";
   }
+}
+
+void OptimizerServer::DropKeysNotHeldLater(const ConsistentHashRing& ring) {
+  Postoffice* po = Postoffice::Get();
+  auto placed = std::make_shared<const ConsistentHashRing>(ring);
+  std::shared_ptr<Lifeline> lifeline = lifeline_;
+  // A node that has not learned of the change yet may still send a key here (a copy
+  // from its old owner): erased at once, it would come back as a stale remnant.
+  po->control_loop()->RunAfter(kDropAfterRingChange, [this, lifeline, placed] {
+    Postoffice* po = Postoffice::Get();
+    if (po->membership()->ring.servers() != placed->servers()) return;  // changed again
+    po->van()->RunOnReceiver(Channel::kData, [this, lifeline, placed] {
+      std::lock_guard<std::mutex> alive(lifeline->mu);
+      if (!lifeline->alive) return;
+      const int me = Postoffice::Get()->my_rank();
+      const int replication = Postoffice::Get()->replication();
+      size_t dropped = 0;
+      for (auto& shard : shards_) {
+        shard->RunAndWait([&](ShardStore& store) {
+          std::vector<int> replicas;
+          dropped += store.DropKeys([&](Key key) {
+            placed->ReplicasOf(key, replication, &replicas);
+            return std::find(replicas.begin(), replicas.end(), me) == replicas.end();
+          });
+        });
+      }
+      LOG_IF(INFO, dropped) << "erased the " << dropped << " keys this server no longer "
+                            << "holds: the ring changed, and their servers have them";
+    });
+  });
 }
 
 void OptimizerServer::OnLeaveLocked(const MembershipView& view, const Node& me) {

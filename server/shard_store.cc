@@ -342,6 +342,19 @@ Status ShardStore::RestoreCatchUp(const CatchUpRecord& r) {
   return Status::OK();
 }
 
+size_t ShardStore::DropKeys(const std::function<bool(Key)>& drop) {
+  std::vector<StoreKey> gone;
+  ForEachStored([&](const StoreKey& key, const float*, uint32_t, uint32_t) {
+    if (key.chunk < 0 && drop(key.key)) gone.push_back(key);
+  });
+  for (const StoreKey& key : gone) {
+    Status erased = Erase(key);
+    if (!erased.ok()) continue;  // a whole key erases
+    for (auto& clock : rounds_) clock.second.erase(key);
+  }
+  return gone.size();
+}
+
 void ShardStore::Snapshot(std::vector<CheckpointRecord>* out) const {
   ForEachStored([&](const StoreKey& key, const float* values, uint32_t len, uint32_t steps) {
     out->push_back(RecordOf(key, values, len, steps));

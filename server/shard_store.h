@@ -182,6 +182,9 @@ class ShardStore {
   // the sender's state holds what they held). A round of a clock this store has closed
   // already is applied at once, as CloseRounds would have.
   Status RestoreCatchUp(const CatchUpRecord& record);
+  // Erases every stored whole key for which `drop` is true, with its open rounds (a
+  // ring change: the keys this server no longer holds). Returns how many.
+  size_t DropKeys(const std::function<bool(Key)>& drop);
 
   // Keys and chunks stored.
   size_t num_keys() const { return keys_.size() + chunks_.size(); }

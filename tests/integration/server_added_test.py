@@ -172,6 +172,22 @@ def added(app, f, how):
             f.expect(len(unmatched) == len(moved_on), f"{len(unmatched) - len(moved_on)} keys "
                      f"of server {rank} equal no other copy")
             servers_before += 1
+        # Two seconds after each change every server erased the keys it no longer holds:
+        # at the end each key is on exactly 2 of the servers in the job, identical.
+        final = [r for r in range(SERVERS + count) if not (remove and r == 0)]
+        states = {r: read_checkpoint(os.path.join(save, f"server-{r}.ckpt")) for r in final}
+        copies = {}
+        for r, state in states.items():
+            for key, record in state.items():
+                copies.setdefault(key, []).append(record)
+        wrong = sum(1 for records in copies.values() if len(records) != 2)
+        differ = sum(1 for records in copies.values()
+                     if len(records) == 2 and records[0] != records[1])
+        print(f"{len(copies)} keys on servers {final}: {wrong} not on exactly 2 of them, "
+              f"{differ} whose 2 copies differ")
+        f.expect(len(copies) == KEYS, f"{len(copies)} keys, not {KEYS}")
+        f.expect(wrong == 0, f"{wrong} keys are not on exactly 2 servers")
+        f.expect(differ == 0, f"{differ} keys' copies differ")
         left = job.left()
         f.expect(left == [], f"processes left: {left}")
 

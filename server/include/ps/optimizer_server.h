@@ -197,6 +197,9 @@ class OptimizerServer {
   // catch_up_mu_ held: a server of `view` is leaving (or none is): starts this server's
   // part in it once (sending, and on a live server taking), or ends it.
   void OnLeaveLocked(const MembershipView& view, const Node& me);
+  // The ring changed (a server was added or left): a moment later, once every node
+  // routes by it, erases the keys this server no longer holds by it.
+  void DropKeysNotHeldLater(const ConsistentHashRing& ring);
   // On the data receive thread, where copies leave: the keys server `rank` holds with
   // this one, as a consistent cut of the pushes taken so far; every copy planned after
   // it reaches that server after it.
@@ -262,6 +265,7 @@ class OptimizerServer {
   bool catch_up_done_ = false;  // every sender's end taken, the node told
   // The leaving server (id, identity) whose keys this server's current round moves.
   std::pair<int, std::string> leave_round_{-1, std::string()};
+  std::vector<int> placed_servers_;  // the ring's servers in the last table seen live
   std::atomic<bool> caught_up_{false};  // it holds its keys from its replicas
   std::atomic<uint64_t> duplicates_{0};
   LogLimiter replica_log_;
