@@ -88,7 +88,7 @@ void OptimizerServer::OnMembership(const MembershipView& view) {
     std::shared_ptr<Lifeline> lifeline = lifeline_;
     const bool posted = po->van()->RunOnReceiver(Channel::kData, [this, lifeline, rank, identity] {
       std::lock_guard<std::mutex> alive(lifeline->mu);
-      if (lifeline->alive) SendCatchUp(rank, identity);
+      if (lifeline->alive) SendCatchUp(rank, identity, 0);
     });
     LOG_IF(ERROR, !posted) << "cannot send server " << rank << " its keys: the van does not "
                            << "run; it stays out of the job's placement";
@@ -99,14 +99,22 @@ void OptimizerServer::DropKeysNotHeldLater(const ConsistentHashRing& ring) {
   Postoffice* po = Postoffice::Get();
   auto placed = std::make_shared<const ConsistentHashRing>(ring);
   std::shared_ptr<Lifeline> lifeline = lifeline_;
+  const uint64_t taken = catch_up_messages_.load();
   // A node that has not learned of the change yet may still send a key here (a copy
   // from its old owner): erased at once, it would come back as a stale remnant.
-  po->control_loop()->RunAfter(kDropAfterRingChange, [this, lifeline, placed] {
+  po->control_loop()->RunAfter(kDropAfterRingChange, [this, lifeline, placed, taken] {
     Postoffice* po = Postoffice::Get();
     if (po->membership()->ring.servers() != placed->servers()) return;  // changed again
-    po->van()->RunOnReceiver(Channel::kData, [this, lifeline, placed] {
+    po->van()->RunOnReceiver(Channel::kData, [this, lifeline, placed, taken] {
       std::lock_guard<std::mutex> alive(lifeline->mu);
       if (!lifeline->alive) return;
+      // Another change began (this server may hold keys the next ring gives it, taken
+      // on this thread before now): the stale copies stay, never served nor sent.
+      if (catch_up_messages_.load() != taken || Postoffice::Get()->membership()->ring_changing()) {
+        LOG(INFO) << "keeps the keys a ring change took from this server: another change "
+                  << "began before they were erased";
+        return;
+      }
       const int me = Postoffice::Get()->my_rank();
       const int replication = Postoffice::Get()->replication();
       size_t dropped = 0;
@@ -125,28 +133,35 @@ void OptimizerServer::DropKeysNotHeldLater(const ConsistentHashRing& ring) {
   });
 }
 
+void OptimizerServer::EnterRoundLocked(uint64_t epoch) {
+  if (round_epoch_ == epoch) return;
+  round_epoch_ = epoch;
+  catch_up_from_.clear();
+  catch_up_taken_.clear();
+  catch_up_failed_ = false;
+  catch_up_done_ = false;
+}
+
 void OptimizerServer::OnLeaveLocked(const MembershipView& view, const Node& me) {
   Postoffice* po = Postoffice::Get();
   const Node* leaving = nullptr;
   for (const Node& n : view.nodes) {
     if (n.role == Node::kServerRole && n.state == Node::kLeaving) leaving = &n;
   }
-  if (!leaving) {
-    if (leave_round_.first < 0) return;
+  if (!leaving || view.leave_version == 0) {
+    if (leave_epoch_ == 0) return;
     // The server left (its keys are held) or its leave was called off (a server died):
     // a round not done is forgotten; what it took stays, never served.
     if (catch_up_ticket_ >= 0 && !catch_up_done_) po->CancelCatchUp(catch_up_ticket_);
-    leave_round_ = {-1, std::string()};
-    catch_up_from_.clear();
-    catch_up_taken_.clear();
-    catch_up_failed_ = false;
+    leave_epoch_ = 0;
     return;
   }
-  if (leave_round_ == std::make_pair(leaving->id, leaving->identity)) {
+  if (leave_epoch_ == view.leave_version) {
     if (me.state == Node::kLive) CheckCaughtUpLocked(view);  // a sender may have died
     return;
   }
-  leave_round_ = {leaving->id, leaving->identity};
+  const uint64_t epoch = view.leave_version;
+  leave_epoch_ = epoch;
   // As a sender: each live server gets the keys the ring without the leaving one gives
   // it and that it does not hold, from the server that serves them now.
   std::shared_ptr<Lifeline> lifeline = lifeline_;
@@ -154,31 +169,32 @@ void OptimizerServer::OnLeaveLocked(const MembershipView& view, const Node& me) 
     if (n.role != Node::kServerRole || n.state != Node::kLive || n.id == me.id) continue;
     const int rank = n.rank;
     const std::string identity = n.identity;
-    const bool posted = po->van()->RunOnReceiver(Channel::kData, [this, lifeline, rank, identity] {
-      std::lock_guard<std::mutex> alive(lifeline->mu);
-      if (lifeline->alive) SendCatchUp(rank, identity);
-    });
+    const bool posted =
+        po->van()->RunOnReceiver(Channel::kData, [this, lifeline, rank, identity, epoch] {
+          std::lock_guard<std::mutex> alive(lifeline->mu);
+          if (lifeline->alive) SendCatchUp(rank, identity, epoch);
+        });
     LOG_IF(ERROR, !posted) << "cannot send server " << rank << " the keys server "
                            << leaving->rank << " leaves it: the van does not run";
   }
   if (me.state != Node::kLive) return;
-  // As a receiver: every other server that serves keys now sends its end.
+  // As a receiver: every other server that serves keys now sends its end. What a
+  // sender's table made it send before this server's table said so counts already
+  // (EnterRoundLocked ran for the first of it).
+  EnterRoundLocked(epoch);
   catch_up_senders_.clear();
   for (const Node& n : view.nodes) {
     if (n.role != Node::kServerRole || n.id == me.id) continue;
     if (n.state == Node::kLive || n.state == Node::kLeaving) catch_up_senders_[n.id] = n.identity;
   }
-  // What a sender's view made it send before this server's view said so counts: kept
-  // (catch_up_from_, catch_up_taken_ and catch_up_failed_ are cleared when a round ends).
-  catch_up_done_ = false;
-  catch_up_ticket_ = po->AddCatchUp();
+  catch_up_ticket_ = po->AddCatchUp(epoch);
   LOG(INFO) << "server " << leaving->rank << " leaves the job: this server takes the keys the "
             << "ring without it gives it, from the " << catch_up_senders_.size()
             << " servers that serve them now";
   CheckCaughtUpLocked(view);
 }
 
-void OptimizerServer::SendCatchUp(int rank, const std::string& identity) {
+void OptimizerServer::SendCatchUp(int rank, const std::string& identity, uint64_t epoch) {
   Postoffice* po = Postoffice::Get();
   const MembershipView* view = po->membership();
   const int to = Postoffice::ServerRankToID(rank);
@@ -258,16 +274,16 @@ void OptimizerServer::SendCatchUp(int rank, const std::string& identity) {
                  << "; it stays out of the job's placement";
       return;
     }
-    if (!SendCatchUpPart(to, kCatchUpCmd, m)) return;  // logged; the end never comes
+    if (!SendCatchUpPart(to, kCatchUpCmd, m, epoch)) return;  // logged; the end never comes
     ++sent;
     bytes += m.vals.size() * sizeof(float) + m.keys.size() * (sizeof(Key) + sizeof(int));
     for (size_t i = first; i < next; ++i) records[i] = CatchUpRecord();
   }
   for (const KVPairs<float>& m : EncodeAppliedIds(ids, kCatchUpFloatsPerMessage)) {
-    if (!SendCatchUpPart(to, kCatchUpIdsCmd, m)) return;
+    if (!SendCatchUpPart(to, kCatchUpIdsCmd, m, epoch)) return;
     ++sent;
   }
-  if (!SendCatchUpPart(to, kCatchUpEndCmd, EncodeCatchUpEnd(sent))) return;
+  if (!SendCatchUpPart(to, kCatchUpEndCmd, EncodeCatchUpEnd(sent), epoch)) return;
   LOG(INFO) << "sent server " << rank << " the " << records.size()
             << (held_now ? " keys a leaving server's place gives it"
                          : " keys it holds with this one")
@@ -275,7 +291,8 @@ void OptimizerServer::SendCatchUp(int rank, const std::string& identity) {
             << sent + 1 << " messages; the copies of later pushes follow";
 }
 
-bool OptimizerServer::SendCatchUpPart(int to, int cmd, const KVPairs<float>& part) {
+bool OptimizerServer::SendCatchUpPart(int to, int cmd, const KVPairs<float>& part,
+                                      uint64_t epoch) {
   Customer* customer = server_->get_customer();
   Message msg;
   msg.meta.app_id = server_->app_id();
@@ -284,6 +301,9 @@ bool OptimizerServer::SendCatchUpPart(int to, int cmd, const KVPairs<float>& par
   msg.meta.push = true;
   msg.meta.head = cmd;
   msg.meta.recipient = to;
+  // Which leave it belongs to (0: a new server's catch-up): the clock field, unused by
+  // a catch-up otherwise.
+  msg.meta.clock = static_cast<int64_t>(epoch);
   AppendKVPairs(part, &msg);
   uint64_t id = 0;
   const int timestamp = customer->NewRequest({to}, &id);
@@ -315,7 +335,19 @@ void OptimizerServer::TakeCatchUp(const KVMeta& meta, const KVPairs<float>& data
   if (!po->catching_up() && (!me || me->state != Node::kLive)) {
     return Refuse(meta, Status::InvalidArgument("this server is not catching up"));
   }
+  if (!po->catching_up()) {
+    // A live server takes the keys of a leave, named by meta.clock; a sender's table may
+    // say so before this one's does. What belongs to an earlier leave is refused.
+    std::lock_guard<std::mutex> lock(catch_up_mu_);
+    const uint64_t epoch = meta.clock > 0 ? static_cast<uint64_t>(meta.clock) : 0;
+    if (epoch == 0 || epoch < round_epoch_) {
+      return Refuse(meta, Status::InvalidArgument(
+                              "a catch-up message of no leave, or of one before this one"));
+    }
+    EnterRoundLocked(epoch);
+  }
   const int from = Postoffice::IDtoRank(meta.sender);
+  catch_up_messages_.fetch_add(1);
   auto fail = [&](const Status& why) {
     {
       std::lock_guard<std::mutex> lock(catch_up_mu_);
@@ -406,6 +438,9 @@ void OptimizerServer::TakeCatchUp(const KVMeta& meta, const KVPairs<float>& data
 
 void OptimizerServer::CheckCaughtUpLocked(const MembershipView& view) {
   if (catch_up_ticket_ < 0 || catch_up_done_ || catch_up_failed_) return;
+  // A live server reports for the leave its table names, once its round has begun.
+  const bool live = !Postoffice::Get()->catching_up();
+  if (live && (leave_epoch_ == 0 || leave_epoch_ != round_epoch_)) return;
   for (const auto& [id, identity] : catch_up_senders_) {
     if (catch_up_from_.count(id)) continue;
     const Node* n = view.Find(id);
@@ -421,7 +456,7 @@ void OptimizerServer::CheckCaughtUpLocked(const MembershipView& view) {
   catch_up_done_ = true;
   catch_up_from_.clear();  // the next round's ends are its own
   // A live server took the keys of one that leaves; a new one holds all of its own.
-  if (leave_round_.first < 0) caught_up_ = true;
+  if (leave_epoch_ == 0) caught_up_ = true;
   Postoffice::Get()->CatchUpDone(catch_up_ticket_);
 }
 

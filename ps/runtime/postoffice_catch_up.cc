@@ -34,9 +34,10 @@ bool Postoffice::catching_up() const {
   return me && (me->state == Node::kJoining || me->state == Node::kEntering);
 }
 
-int Postoffice::AddCatchUp() {
+int Postoffice::AddCatchUp(uint64_t leave_version) {
   std::lock_guard<std::mutex> lock(catch_up_mu_);
   const int ticket = next_catch_up_++;
+  catch_up_leave_ = leave_version;
   catch_up_pending_.insert(ticket);
   caught_up_ = false;
   return ticket;
@@ -69,14 +70,20 @@ bool Postoffice::ReceivesMovedKeys() const {
 }
 
 void Postoffice::SendCaughtUp() {
+  uint64_t leave = 0;
   {
     std::lock_guard<std::mutex> lock(catch_up_mu_);
     if (!caught_up_) return;
+    leave = catch_up_leave_;
   }
   // The scheduler has made it live, or the leave it took keys for is over.
-  if (!catching_up() && !ReceivesMovedKeys()) return;
+  if (!catching_up() &&
+      (!ReceivesMovedKeys() || membership_.Get()->leave_version != leave)) {
+    return;
+  }
   Message word;
   word.meta.control.cmd = Control::kCaughtUp;
+  word.meta.control.leave_version = leave;
   word.meta.recipient = kScheduler;
   // Without PS_RESEND a lost word is said again with the next heartbeat (SendHeartbeat).
   Status sent = SendControl(word);

@@ -121,6 +121,7 @@ void Postoffice::HandleJoinReply(const Message& msg) {
   join_->set_replaces_dead_node(msg.meta.control.replaces_dead_node);
   MembershipView view;
   view.version = msg.meta.control.membership_version;
+  view.leave_version = msg.meta.control.leave_version;
   view.nodes = msg.meta.control.nodes;
   my_node_.id = my_id;
   InstallMembership(std::move(view));
@@ -208,6 +209,7 @@ void Postoffice::HandleMembership(const Message& msg) {
   if (c.membership_version <= membership_.Get()->version || c.nodes.empty()) return;
   MembershipView view;
   view.version = c.membership_version;
+  view.leave_version = c.leave_version;
   view.nodes = c.nodes;
   InstallMembership(std::move(view));
 }

@@ -29,15 +29,24 @@ bool SchedulerRole::AdmitAddedServer(const Node& joining, std::string* why) {
                     "key keep serving it while the workers learn the grown ring)";
     return false;
   }
+  if (config_.chunk_bytes != 0) {
+    *why = cannot + "values in chunks are striped over the ranks, which a new rank would "
+                    "change for most of them: a job whose servers change needs "
+                    "PS_CHUNK_BYTES=0";
+    return false;
+  }
   // Ranks are not used twice: a server that left, or died entering, keeps its own.
   int next_rank = next_added_rank_;
   for (const Node& n : view_.nodes) {
     if (n.role != Node::kServerRole) continue;
     next_rank = std::max(next_rank, n.rank + 1);
-    if (n.state == Node::kDead || n.state == Node::kLeft) {
-      *why = cannot + "server " + std::to_string(n.rank) + " is " + StateName(n.state) +
-             " (a new server takes a dead one's place first: start it with PS_RANK=" +
-             std::to_string(n.rank) + ")";
+    if (n.state == Node::kDead) {
+      *why = cannot + "server " + std::to_string(n.rank) + " is dead (a new server takes "
+             "its place first: start it with PS_RANK=" + std::to_string(n.rank) + ")";
+      return false;
+    }
+    if (n.state == Node::kLeft) {
+      *why = cannot + "the job is ending (server " + std::to_string(n.rank) + " has left)";
       return false;
     }
   }
@@ -104,6 +113,9 @@ void SchedulerRole::AdmitWaitingServer() {
     if (next == waiting_adds_.end()) return;
     Node node = next->second.node;
     waiting_adds_.erase(next);
+    bool listed = false;  // let in another way meanwhile (a dead one's place)
+    for (const Node& n : view_.nodes) listed |= n.identity == node.identity;
+    if (listed) continue;
     std::string why;
     if (AdmitAddedServer(node, &why)) return;
     Refuse(node, why);
@@ -123,6 +135,7 @@ void SchedulerRole::CallOffAdd(int id, const std::string& why) {
   Message reply;
   reply.meta.control.cmd = Control::kHeartbeat;
   reply.meta.control.membership_version = view_.version + 1;
+  reply.meta.control.leave_version = view_.leave_version;
   reply.meta.control.nodes = view_.nodes;
   for (Node& n : reply.meta.control.nodes) {
     if (n.id == id) n = told;
@@ -135,6 +148,7 @@ void SchedulerRole::CallOffAdd(int id, const std::string& why) {
                     view_.nodes.end());
   live_.erase(id);
   replacements_.erase(id);
+  called_off_[id] = told;  // told again if it asks (the word above may be lost)
 }
 
 void SchedulerRole::DropEnteringServer(const Node& node, Node::State state) {

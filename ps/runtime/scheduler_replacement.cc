@@ -79,6 +79,7 @@ bool SchedulerRole::AdmitReplacement(const Node& joining, std::string* why) {
     return false;
   }
   parked_.erase(slot->rank);
+  waiting_adds_.erase(joining.identity);  // it waited to be added; it takes this place
   Node& n = *slot;
   // The dead process's barrier entries are not the new one's.
   for (auto& barrier : barriers_) barrier.second.arrived.erase(n.id);
@@ -116,6 +117,9 @@ bool SchedulerRole::AdmitReplacement(const Node& joining, std::string* why) {
 
 void SchedulerRole::HandleCaughtUp(const Message& msg) {
   if (leaving_ != kEmpty && leave_receivers_.count(msg.meta.sender)) {
+    // A word for another round (a late one of an add, a leave called off) is not this
+    // leave's: only what names it counts.
+    if (msg.meta.control.leave_version != view_.leave_version) return;
     leave_reported_.insert(msg.meta.sender);
     for (int id : leave_receivers_) {
       if (live_.count(id) && !leave_reported_.count(id)) return;

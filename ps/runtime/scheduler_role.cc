@@ -259,6 +259,7 @@ void SchedulerRole::SendTable(const Node& node, bool replaces_dead_node) {
   reply.meta.control.replaces_dead_node = replaces_dead_node;
   reply.meta.control.nodes = view_.nodes;
   reply.meta.control.membership_version = view_.version;
+  reply.meta.control.leave_version = view_.leave_version;
   // The job's consistency model comes with the table, so no node can disagree.
   reply.meta.control.consistency = static_cast<int>(config_.consistency.kind);
   reply.meta.control.staleness = config_.consistency.staleness;
@@ -287,6 +288,7 @@ void SchedulerRole::HandleHeartbeat(const Message& msg) {
   Message reply;
   reply.meta.control.cmd = Control::kHeartbeat;
   reply.meta.control.membership_version = view_.version;
+  reply.meta.control.leave_version = view_.leave_version;
   // A node that missed a membership change gets the whole table with the reply.
   if (msg.meta.control.membership_version < view_.version) reply.meta.control.nodes = view_.nodes;
   reply.meta.recipient = msg.meta.sender;
@@ -299,6 +301,7 @@ void SchedulerRole::AnswerDeadNode(int id) {
   Message reply;
   reply.meta.control.cmd = Control::kHeartbeat;
   reply.meta.control.membership_version = view_.version;
+  reply.meta.control.leave_version = view_.leave_version;
   reply.meta.control.nodes = view_.nodes;
   reply.meta.recipient = id;
   // Straight through the van: the runtime sends nothing to a dead node.
@@ -348,13 +351,14 @@ void SchedulerRole::MarkGone(int id, Node::State state) {
     leaving_ = kEmpty;
     leave_receivers_.clear();
     leave_reported_.clear();
+    view_.leave_version = 0;
   } else if (leaving_ != kEmpty && node && node->role == Node::kServerRole) {
     CallOffLeave("server " + std::to_string(node->rank) + " is gone");
   }
-  if (node && node->role == Node::kServerRole) {
-    // A server that enters catches up from every live one: with one gone, some of its
+  if (node && node->role == Node::kServerRole && state == Node::kDead) {
+    // A server that enters catches up from every live one: with one dead, some of its
     // keys are served by another now, which did not send them. It is not added.
-    const std::string why = "server " + std::to_string(node->rank) + " is gone";
+    const std::string why = "server " + std::to_string(node->rank) + " died";
     std::vector<int> entering;
     for (const Node& n : view_.nodes) {
       if (n.role == Node::kServerRole && n.state == Node::kEntering) entering.push_back(n.id);
@@ -395,6 +399,7 @@ void SchedulerRole::Broadcast(int except_id) {
     update.meta.control.cmd = Control::kMembership;
     update.meta.control.nodes = view_.nodes;
     update.meta.control.membership_version = view_.version;
+    update.meta.control.leave_version = view_.leave_version;
     update.meta.recipient = n.id;
     postoffice_->SendControl(update);
   }

@@ -157,6 +157,7 @@ class SchedulerRole {
   std::set<int> leave_receivers_;
   std::set<int> leave_reported_;
   std::map<int, std::string> withdrawn_;
+  std::map<int, Node> called_off_;  // entering servers not added (CallOffAdd), as told
   std::set<int> withdraw_waits_logged_;  // servers told once why their leave waits
   // Servers waiting to be added while another one enters, by identity.
   std::map<std::string, Parked> waiting_adds_;

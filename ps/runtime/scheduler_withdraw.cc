@@ -37,8 +37,9 @@ void SchedulerRole::HandleWithdraw(const Message& msg) {
   }
   // The server checked these before it asked (Postoffice::Withdraw).
   std::string cannot;
-  if (config_.replication < 2 || config_.key_placement != ConsistentHashRing::kRing) {
-    cannot = "leaving needs PS_REPLICATION >= 2 and PS_KEY_PLACEMENT=ring";
+  if (config_.replication < 2 || config_.key_placement != ConsistentHashRing::kRing ||
+      config_.chunk_bytes != 0) {
+    cannot = "leaving needs PS_REPLICATION >= 2, PS_KEY_PLACEMENT=ring and PS_CHUNK_BYTES=0";
   } else if (placed <= static_cast<size_t>(config_.replication)) {
     cannot = "without it fewer than PS_REPLICATION=" + std::to_string(config_.replication) +
              " servers would hold each key";
@@ -60,6 +61,7 @@ void SchedulerRole::HandleWithdraw(const Message& msg) {
     if (n.role == Node::kServerRole && n.state == Node::kLive) leave_receivers_.insert(n.id);
   }
   ++view_.version;
+  view_.leave_version = view_.version;
   postoffice_->InstallMembership(view_);
   LOG(WARNING) << asks << ": it is leaving, and serves its keys while the other "
                << leave_receivers_.size() << " servers take them over (membership version "
@@ -83,6 +85,7 @@ void SchedulerRole::FinishLeave() {
   leaving_ = kEmpty;
   leave_receivers_.clear();
   leave_reported_.clear();
+  view_.leave_version = 0;
   ++view_.version;
   postoffice_->InstallMembership(view_);
   LOG(WARNING) << "server " << gone.rank << " (node " << gone.id << ") left the job: the "
@@ -104,11 +107,25 @@ void SchedulerRole::CallOffLeave(const std::string& why) {
   leaving_ = kEmpty;
   leave_receivers_.clear();
   leave_reported_.clear();
+  view_.leave_version = 0;
 }
 
 void SchedulerRole::AnswerIfWithdrawn(int id, const std::string& identity) {
+  if (view_.Find(id)) return;
   auto it = withdrawn_.find(id);
-  if (it != withdrawn_.end() && it->second == identity && !view_.Find(id)) AnswerWithdrawn(id);
+  if (it != withdrawn_.end() && it->second == identity) return AnswerWithdrawn(id);
+  auto off = called_off_.find(id);
+  if (off == called_off_.end() || off->second.identity != identity) return;
+  // An add called off: it reads that it is dead in a table of its own.
+  Message reply;
+  reply.meta.control.cmd = Control::kHeartbeat;
+  reply.meta.control.membership_version = view_.version;
+  reply.meta.control.leave_version = view_.leave_version;
+  reply.meta.control.nodes = view_.nodes;
+  reply.meta.control.nodes.push_back(off->second);
+  reply.meta.recipient = id;
+  reply.meta.sender = self_.id;
+  postoffice_->van()->Send(reply, SendMode::kNonBlocking, Channel::kControl);
 }
 
 void SchedulerRole::AnswerWithdrawn(int id) {

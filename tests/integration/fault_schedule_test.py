@@ -21,7 +21,8 @@ SCHEDULE is one of:
           (PS_DROP_RATE=0.02, PS_RESEND=1 at 100 ms), 16 pushes in flight per worker.
   elastic 5 faults, each drawn: a server added (started by hand without PS_RANK), a
           server leaving (SIGTERM, PS_LEAVE_ON_SIGTERM=1: it leaves gracefully and exits
-          0), or SIGKILL with a new server in its place; the job keeps 3 to 5 servers.
+          0), or SIGKILL with a new server in its place; the job keeps 3 to 5 servers
+          (PS_CHUNK_BYTES=0, as a job whose servers change needs).
           As mixed, every node loses 2% of what it receives, 16 pushes in flight.
 
 The job has recovered from a fault once the new server caught up (the scheduler says
@@ -123,7 +124,9 @@ def run_one(schedule, seed, app, f):
         if schedule in LOSSY:
             env.update(PS_RESEND="1", PS_RESEND_TIMEOUT="100", PS_DROP_RATE="0.02")
         if schedule == "elastic":
-            env.update(PS_LEAVE_ON_SIGTERM="1")
+            # Values are never chunked here (one float per key); a job whose servers
+            # change must say so.
+            env.update(PS_LEAVE_ON_SIGTERM="1", PS_CHUNK_BYTES="0")
         pushes = PUSHES[schedule]
         args = [f"--pushes={pushes}", f"--keys={KEYS}", f"--window={WINDOW[schedule]}"]
         nodes = job.start_by_hand(app, WORKERS, SERVERS, args, extra_env=env)

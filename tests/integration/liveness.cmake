@@ -130,3 +130,8 @@ if(TARGET linear)
   set_tests_properties(integration.replication_linear_a_new_server_catches_up
     PROPERTIES TIMEOUT 300)
 endif()
+# A server added to a job running under tracker/launch --job-file F by tracker/launch
+# --add-servers 1 --job-file F: it catches up while the pushes go on, both launchers exit 0,
+# nothing lost or applied twice, F gone with the job (server_added_by_launcher_test.py).
+herdps_server_death_test(server_added_by_the_launcher server_added_by_launcher_test.py
+                         launched LAUNCH)

@@ -8,8 +8,10 @@ launcher, and lets tearDown kill any survivor so a failing test leaves
 nothing behind.
 """
 
+import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -45,6 +47,54 @@ if mode == "escape":
                       marker + "-escaped"], start_new_session=True)
     sys.exit(0)
 time.sleep(60)
+"""
+
+
+# Node program run as `python3 -c JOB_NODE GO DONE MARKER` under --job-file: each node
+# says what it got; the scheduler says that every node joined once GO exists (the
+# launcher writes the job file then, not before); every node waits for DONE. A server
+# without PS_RANK, as --add-servers starts, only says what it got.
+JOB_NODE = r"""
+import os, sys, time
+go, done = sys.argv[1], sys.argv[2]
+print("role=%s rank=%s token=%s cwd=%s" % (os.environ["PS_ROLE"],
+      os.environ.get("PS_RANK", "none"), os.environ["PS_JOB_TOKEN"], os.getcwd()),
+      flush=True)
+if "PS_RANK" not in os.environ:
+    sys.exit(0)
+deadline = time.monotonic() + 20
+if os.environ["PS_ROLE"] == "scheduler":
+    while not os.path.exists(go) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    print("all 3 nodes joined (1 servers, 1 workers)", flush=True)
+while not os.path.exists(done) and time.monotonic() < deadline:
+    time.sleep(0.05)
+"""
+
+# Node program run by --add-servers as `python3 -c ADDED_NODE MODE MARKER`: says what it
+# got, then "ready". MODE leave: on SIGTERM it says "leaving" and exits 0, as a server
+# with PS_LEAVE_ON_SIGTERM=1 does. MODE one_fails: the first server to start exits 3, the
+# other says "done" 1 s later and exits 0.
+ADDED_NODE = r"""
+import os, signal, sys, time
+mode = sys.argv[1]
+print("role=%s rank=%s x=%s y=%s cwd=%s" % (os.environ.get("PS_ROLE"),
+      os.environ.get("PS_RANK", "none"), os.environ.get("PS_X"),
+      os.environ.get("PS_Y", "none"), os.getcwd()), flush=True)
+if mode == "leave":
+    def leave(*_):
+        print("leaving", flush=True)
+        sys.exit(0)
+    signal.signal(signal.SIGTERM, leave)
+    print("ready", flush=True)
+    time.sleep(30)
+    sys.exit(1)
+try:
+    os.close(os.open("first", os.O_CREAT | os.O_EXCL))
+    sys.exit(3)
+except FileExistsError:
+    time.sleep(1)
+    print("done", flush=True)
 """
 
 
@@ -289,12 +339,158 @@ class LaunchTest(unittest.TestCase):
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("missing '--' before the node command", r.stderr)
 
+    def write_job_file(self, directory, command, env=None):
+        path = os.path.join(directory, "job.json")
+        job = {"format": 1, "command": command, "cwd": directory,
+               "env": env or {"PS_ROLE": "server", "PS_JOB_TOKEN": "t" * 32}}
+        with open(path, "w") as f:
+            json.dump(job, f)
+        return path
+
+    def test_add_servers_usage_errors(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            flag = os.path.join(tmp, "started")
+            good = self.write_job_file(tmp, ["sh", "-c", 'touch "$0"', flag])
+            not_json = os.path.join(tmp, "not.json")
+            with open(not_json, "w") as f:
+                f.write("PS_JOB_TOKEN=x\n")
+            no_command = os.path.join(tmp, "no-command.json")
+            with open(no_command, "w") as f:
+                json.dump({"format": 1, "env": {}, "command": [], "cwd": tmp}, f)
+            cases = [
+                (["--add-servers", "0", "--job-file", good], "--add-servers must be >= 1"),
+                (["--add-servers", "-2", "--job-file", good], "--add-servers must be >= 1"),
+                (["--add-servers", "x", "--job-file", good], "invalid int value"),
+                (["--add-servers", "1"], "--add-servers needs --job-file PATH"),
+                (["--add-servers", "1", "--job-file", os.path.join(tmp, "missing.json")],
+                 "cannot read it (No such file or directory)"),
+                (["--add-servers", "1", "--job-file", tmp], "cannot read it"),
+                (["--add-servers", "1", "--job-file", not_json], "not a job file"),
+                (["--add-servers", "1", "--job-file", no_command],
+                 "its 'command' is not a non-empty list"),
+                (["--add-servers", "1", "--job-file", good, "-n", "1"],
+                 "-n/--num-workers is an option for starting a job"),
+                (["--add-servers", "1", "--job-file", good, "--port", "9000"],
+                 "--port is an option for starting a job"),
+                (["--add-servers", "1", "--job-file", good, "--env", "PS_RANK=3"],
+                 "the scheduler gives each the next free rank"),
+                (["--add-servers", "1", "--job-file", good, "--"],
+                 "no server command after '--'"),
+                (["--add-servers", "1", "--job-file", good, "--", "herdps-no-such-command-x"],
+                 "command not found"),
+                (["--add-servers", "1", "--job-file", good, "sh", "-c", "true"],
+                 "put '--' before it"),
+                (["-n", "1", "-s", "1", "--job-file", os.path.join(tmp, "no", "job.json"),
+                  "--", "true"], "cannot create a file in"),
+                (["-n", "1", "-s", "1", "--job-file", tmp, "--", "true"], "is a directory"),
+            ]
+            for args, message in cases:
+                with self.subTest(args=args):
+                    r = self.launch(*args)
+                    self.assertEqual(r.returncode, 2, r.stderr)
+                    self.assertIn("launch: error:", r.stderr)
+                    self.assertIn(message, r.stderr)
+                    self.assertEqual(r.stdout, "")
+                    self.assertFalse(os.path.exists(flag))
+
+    def test_job_file_is_written_once_every_node_joined_and_goes_with_the_job(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            go, done = os.path.join(tmp, "go"), os.path.join(tmp, "done")
+            path = os.path.join(tmp, "job.json")
+            proc = subprocess.Popen(
+                [sys.executable, LAUNCH, "-n", "1", "-s", "1", "--env", "PS_X=job",
+                 "--job-file", path, "--", sys.executable, "-c", JOB_NODE, go, done,
+                 self.marker, "{role}"],
+                cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                self.wait_for_processes(4)  # the launcher and its 3 nodes
+                time.sleep(0.5)
+                self.assertFalse(os.path.exists(path), "written before every node joined")
+                open(go, "w").close()
+                deadline = time.monotonic() + LIMIT_S
+                while not os.path.exists(path):
+                    self.assertLess(time.monotonic(), deadline, "no job file")
+                    time.sleep(0.05)
+                self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o600)
+                with open(path) as f:
+                    job = json.load(f)
+                added = self.launch("--add-servers", "1", "--job-file", path)
+                open(done, "w").close()
+                out, err = proc.communicate(timeout=LIMIT_S)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            self.assertEqual(proc.returncode, 0, err)
+            self.assertFalse(os.path.exists(path), "the job file outlived the job")
+            self.assertIn(f"`tracker/launch --add-servers N --job-file {path}` adds servers",
+                          err)
+            self.assertEqual(job["cwd"], tmp)
+            self.assertEqual(job["command"][-1], "server")
+            env = job["env"]
+            self.assertEqual(env["PS_ROLE"], "server")
+            self.assertEqual(env["DMLC_ROLE"], "server")
+            self.assertEqual(env["PS_X"], "job")
+            self.assertNotIn("PS_RANK", env)
+            token = env["PS_JOB_TOKEN"]
+            self.assertIn(f"[server 0] role=server rank=0 token={token} cwd={tmp}", out)
+            self.assertEqual(added.returncode, 0, added.stderr)
+            self.assertEqual(added.stdout, f"[added server 0] role=server rank=none "
+                             f"token={token} cwd={tmp}\n")
+            self.assert_nothing_left()
+
+    def test_add_servers_passes_sigterm_on_and_exits_0_when_they_leave(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = self.write_job_file(
+                tmp, [sys.executable, "-c", ADDED_NODE, "leave", self.marker],
+                {"PS_ROLE": "server", "PS_X": "file", "PS_JOB_TOKEN": "t" * 32})
+            # The launcher's own PS_* variables give way to the job file's.
+            env = dict(os.environ, PS_RANK="7", PS_Y="mine")
+            proc = subprocess.Popen(
+                [sys.executable, LAUNCH, "--add-servers", "2", "--job-file", path,
+                 "--env", "PS_X=option"], env=env,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                lines, ready = [], 0
+                for line in proc.stdout:
+                    lines.append(line)
+                    ready += line.endswith("] ready\n")
+                    if ready == 2:
+                        break
+                proc.send_signal(signal.SIGTERM)
+                out, err = proc.communicate(timeout=LIMIT_S)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            out = "".join(lines) + out
+            self.assertEqual(proc.returncode, 0, err)
+            for i in (0, 1):
+                self.assertIn(f"[added server {i}] role=server rank=none x=option y=none "
+                              f"cwd={tmp}\n", out)
+                self.assertIn(f"[added server {i}] leaving\n", out)
+            self.assertIn("launch: got SIGTERM; passing it on to the added servers", err)
+            self.assert_nothing_left()
+
+    def test_a_failed_added_server_sets_the_status_and_the_others_go_on(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = self.write_job_file(
+                tmp, [sys.executable, "-c", ADDED_NODE, "one_fails", self.marker])
+            r = self.launch("--add-servers", "2", "--job-file", path)
+            self.assertEqual(r.returncode, 3, r.stderr)
+            self.assertRegex(r.stderr, r"launch: added server [01] exited with code 3; the "
+                             r"other added servers go on")
+            self.assertRegex(r.stdout, r"\[added server [01]\] done")
+            self.assert_nothing_left()
+
     def test_help_documents_options_and_env(self):
         r = self.launch("-h")
         self.assertEqual(r.returncode, 0)
         for word in ["--num-workers", "--num-servers", "--host", "--port",
                      "--transport", "--env", "--timeout", "--grace",
                      "--launcher", "--verbose", "--consistency", "--metrics",
+                     "--job-file", "--add-servers", "[added server I]",
+                     "PS_LEAVE_ON_SIGTERM",
                      "SIGUSR1", "PS_METRICS_PORT",
                      "PS_CONSISTENCY", "PS_ROLE", "PS_RANK",
                      "PS_NUM_WORKER", "PS_NUM_SERVER", "PS_SCHEDULER_URI",

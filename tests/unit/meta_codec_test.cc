@@ -378,6 +378,7 @@ Message ControlPlaneMessage() {
   m.sender_incarnation = ~uint64_t{0};
   m.control.cmd = Control::kMembership;
   m.control.membership_version = (uint64_t{1} << 40) + 3;
+  m.control.leave_version = (uint64_t{1} << 40) + 1;
   m.control.consistency = 2;
   m.control.staleness = 3;
   m.control.token = std::string("tok\0en\xff", 7);
@@ -414,6 +415,7 @@ TEST(MetaCodec, ControlPlaneFieldsSurviveTheRoundTrip) {
   EXPECT_EQ(out.sender_incarnation, in.sender_incarnation);
   EXPECT_EQ(out.control.cmd, Control::kMembership);
   EXPECT_EQ(out.control.membership_version, in.control.membership_version);
+  EXPECT_EQ(out.control.leave_version, in.control.leave_version);
   EXPECT_EQ(out.control.consistency, in.control.consistency);
   EXPECT_EQ(out.control.staleness, in.control.staleness);
   EXPECT_EQ(out.control.token, in.control.token);

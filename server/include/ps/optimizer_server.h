@@ -197,14 +197,18 @@ class OptimizerServer {
   // catch_up_mu_ held: a server of `view` is leaving (or none is): starts this server's
   // part in it once (sending, and on a live server taking), or ends it.
   void OnLeaveLocked(const MembershipView& view, const Node& me);
+  // catch_up_mu_ held: on a live server, the counts of what the senders sent are those of
+  // leave `epoch` from now on (a new one starts them afresh).
+  void EnterRoundLocked(uint64_t epoch);
   // The ring changed (a server was added or left): a moment later, once every node
   // routes by it, erases the keys this server no longer holds by it.
   void DropKeysNotHeldLater(const ConsistentHashRing& ring);
   // On the data receive thread, where copies leave: the keys server `rank` holds with
   // this one, as a consistent cut of the pushes taken so far; every copy planned after
   // it reaches that server after it.
-  void SendCatchUp(int rank, const std::string& identity);
-  bool SendCatchUpPart(int to, int cmd, const KVPairs<float>& part);
+  // `epoch`: the leave it is for (MembershipView::leave_version), 0 for a new server.
+  void SendCatchUp(int rank, const std::string& identity, uint64_t epoch);
+  bool SendCatchUpPart(int to, int cmd, const KVPairs<float>& part, uint64_t epoch);
   // On the new server: a catch-up message (records, or a sender's end).
   void TakeCatchUp(const KVMeta& meta, const KVPairs<float>& data);
   // catch_up_mu_ held: once every live server said it sent everything, tells the node.
@@ -263,8 +267,11 @@ class OptimizerServer {
   int catch_up_ticket_ = -1;     // Postoffice::AddCatchUp's
   bool catch_up_failed_ = false;  // a message it could not take: it never says caught up
   bool catch_up_done_ = false;  // every sender's end taken, the node told
-  // The leaving server (id, identity) whose keys this server's current round moves.
-  std::pair<int, std::string> leave_round_{-1, std::string()};
+  // The leave (its version) this server sends and takes for, and the one the counts of
+  // catch_up_from_ / catch_up_taken_ / catch_up_failed_ belong to on a live server.
+  uint64_t leave_epoch_ = 0;
+  uint64_t round_epoch_ = 0;
+  std::atomic<uint64_t> catch_up_messages_{0};  // taken, of any kind (receive thread)
   std::vector<int> placed_servers_;  // the ring's servers in the last table seen live
   std::atomic<bool> caught_up_{false};  // it holds its keys from its replicas
   std::atomic<uint64_t> duplicates_{0};

@@ -25,6 +25,9 @@ namespace ps {
 
 struct MembershipView {
   uint64_t version = 0;  // 0: not joined yet; grows by one per change
+  // The version at which the server now leaving was marked leaving (0: none leaves):
+  // it names the leave, so that what belongs to an earlier one is told apart.
+  uint64_t leave_version = 0;
   std::vector<Node> nodes;  // sorted by id, the scheduler first
   // Over every server of the job, dead ones included: keys stay where they were placed,
   // and requests for a dead server's keys fail with Unavailable (no silent data loss).

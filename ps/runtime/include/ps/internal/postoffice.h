@@ -189,7 +189,9 @@ class Postoffice {
   // CatchUpDone(ticket) once the app holds what every live server sent it. When every
   // ticket is done the node tells the scheduler (Control::kCaughtUp), again with each
   // heartbeat until its table says it is live. Thread-safe.
-  int AddCatchUp();
+  // `leave_version`: on a live server, the leave whose keys it takes (the word to the
+  // scheduler names it); 0 on a new server.
+  int AddCatchUp(uint64_t leave_version = 0);
   void CatchUpDone(int ticket);
   // A ticket whose catch-up ended without completing (the ring change it was for was
   // called off): forgotten, without telling the scheduler anything. Thread-safe.
@@ -346,6 +348,7 @@ class Postoffice {
   std::set<int> catch_up_pending_;  // tickets not done, under catch_up_mu_
   int next_catch_up_ = 0;
   bool caught_up_ = false;  // every ticket done; under catch_up_mu_
+  uint64_t catch_up_leave_ = 0;  // AddCatchUp's leave_version; under catch_up_mu_
   void SendCaughtUp();
   // Withdraw (postoffice_withdraw.cc): asked, and the scheduler said it is done.
   std::atomic<bool> withdraw_asked_{false};

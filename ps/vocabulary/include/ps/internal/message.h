@@ -94,6 +94,9 @@ struct Control {
   int replication = 1;  // the job's PS_REPLICATION (servers per key)
   std::string token;     // kAddNode request: the job token
   uint64_t membership_version = 0;
+  // With a node table: the version at which the server now leaving was marked leaving
+  // (0: none leaves); kCaughtUp: the leave a live server holds the keys of (0: none).
+  uint64_t leave_version = 0;
   bool empty() const { return cmd == kData; }
 };
 
