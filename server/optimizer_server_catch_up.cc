@@ -99,20 +99,29 @@ void OptimizerServer::DropKeysNotHeldLater(const ConsistentHashRing& ring) {
   Postoffice* po = Postoffice::Get();
   auto placed = std::make_shared<const ConsistentHashRing>(ring);
   std::shared_ptr<Lifeline> lifeline = lifeline_;
-  const uint64_t taken = catch_up_messages_.load();
+  const uint64_t changed_at = Postoffice::Get()->membership()->version;
   // A node that has not learned of the change yet may still send a key here (a copy
   // from its old owner): erased at once, it would come back as a stale remnant.
-  po->control_loop()->RunAfter(kDropAfterRingChange, [this, lifeline, placed, taken] {
+  po->control_loop()->RunAfter(kDropAfterRingChange, [this, lifeline, placed, changed_at] {
     Postoffice* po = Postoffice::Get();
     if (po->membership()->ring.servers() != placed->servers()) return;  // changed again
-    po->van()->RunOnReceiver(Channel::kData, [this, lifeline, placed, taken] {
+    po->van()->RunOnReceiver(Channel::kData, [this, lifeline, placed, changed_at] {
       std::lock_guard<std::mutex> alive(lifeline->mu);
       if (!lifeline->alive) return;
-      // Another change began (this server may hold keys the next ring gives it, taken
-      // on this thread before now): the stale copies stay, never served nor sent.
-      if (catch_up_messages_.load() != taken || Postoffice::Get()->membership()->ring_changing()) {
-        LOG(INFO) << "keeps the keys a ring change took from this server: another change "
-                  << "began before they were erased";
+      // A leave began since (this server may hold keys the ring without the leaving one
+      // gives it, taken on this thread before now, whatever its table says yet): the
+      // stale copies stay, never served nor sent.
+      bool leave = false;
+      {
+        std::lock_guard<std::mutex> lock(catch_up_mu_);
+        leave = round_epoch_ > changed_at;
+      }
+      for (const Node& n : Postoffice::Get()->membership()->nodes) {
+        leave |= n.role == Node::kServerRole && n.state == Node::kLeaving;
+      }
+      if (leave) {
+        LOG(INFO) << "keeps the keys a ring change took from this server: a leave began "
+                  << "before they were erased";
         return;
       }
       const int me = Postoffice::Get()->my_rank();
@@ -134,7 +143,7 @@ void OptimizerServer::DropKeysNotHeldLater(const ConsistentHashRing& ring) {
 }
 
 void OptimizerServer::EnterRoundLocked(uint64_t epoch) {
-  if (round_epoch_ == epoch) return;
+  if (epoch <= round_epoch_) return;  // this leave's round, or an earlier one's
   round_epoch_ = epoch;
   catch_up_from_.clear();
   catch_up_taken_.clear();
@@ -152,7 +161,7 @@ void OptimizerServer::OnLeaveLocked(const MembershipView& view, const Node& me) 
     if (leave_epoch_ == 0) return;
     // The server left (its keys are held) or its leave was called off (a server died):
     // a round not done is forgotten; what it took stays, never served.
-    if (catch_up_ticket_ >= 0 && !catch_up_done_) po->CancelCatchUp(catch_up_ticket_);
+    if (catch_up_ticket_ >= 0) po->CancelCatchUp(catch_up_ticket_);  // nothing if done
     leave_epoch_ = 0;
     return;
   }
@@ -182,6 +191,7 @@ void OptimizerServer::OnLeaveLocked(const MembershipView& view, const Node& me) 
   // sender's table made it send before this server's table said so counts already
   // (EnterRoundLocked ran for the first of it).
   EnterRoundLocked(epoch);
+  if (catch_up_ticket_ >= 0) po->CancelCatchUp(catch_up_ticket_);  // done, or another leave's
   catch_up_senders_.clear();
   for (const Node& n : view.nodes) {
     if (n.role != Node::kServerRole || n.id == me.id) continue;
@@ -201,6 +211,8 @@ void OptimizerServer::SendCatchUp(int rank, const std::string& identity, uint64_
   const Node* target = view->Find(to);
   // Live already (another server's word could not make it so: it waits for this one's),
   // gone, or another process by now: nothing to send.
+  // A task of another leave than the table's now (it moved on) sends nothing.
+  if (epoch != 0 && view->leave_version != epoch) return;
   bool leave = false;
   for (const Node& n : view->nodes) {
     leave |= n.role == Node::kServerRole && n.state == Node::kLeaving;
@@ -329,25 +341,29 @@ void OptimizerServer::TakeCatchUp(const KVMeta& meta, const KVPairs<float>& data
                             "push cmds 0x43544348, 0x43544349 and 0x43544345 are catch-up "
                             "messages, which only servers send to a new server catching up"));
   }
-  // A live server takes them too: while a server leaves, a sender's table may say so
-  // before this one's does (what it takes then counts for the round).
+  // meta.clock names a leave's messages (0: a new server's catch-up). A server takes a
+  // leave's whatever its table says yet (a sender's table may say so first, and one made
+  // live a moment ago may still read that it catches up); each leave's count apart, an
+  // earlier one's refused.
   const Node* me = po->membership()->Find(po->my_id());
-  if (!po->catching_up() && (!me || me->state != Node::kLive)) {
+  const uint64_t epoch = meta.clock > 0 ? static_cast<uint64_t>(meta.clock) : 0;
+  if (epoch == 0 && !po->catching_up()) {
     return Refuse(meta, Status::InvalidArgument("this server is not catching up"));
   }
-  if (!po->catching_up()) {
-    // A live server takes the keys of a leave, named by meta.clock; a sender's table may
-    // say so before this one's does. What belongs to an earlier leave is refused.
-    std::lock_guard<std::mutex> lock(catch_up_mu_);
-    const uint64_t epoch = meta.clock > 0 ? static_cast<uint64_t>(meta.clock) : 0;
-    if (epoch == 0 || epoch < round_epoch_) {
-      return Refuse(meta, Status::InvalidArgument(
-                              "a catch-up message of no leave, or of one before this one"));
+  if (epoch > 0) {
+    bool earlier = false;
+    {
+      std::lock_guard<std::mutex> lock(catch_up_mu_);
+      earlier = !me || epoch < round_epoch_;
+      if (!earlier) EnterRoundLocked(epoch);
     }
-    EnterRoundLocked(epoch);
+    if (earlier) {
+      return Refuse(meta, Status::InvalidArgument(
+                              "a catch-up message of a leave before this one, or to a server "
+                              "out of the table"));
+    }
   }
   const int from = Postoffice::IDtoRank(meta.sender);
-  catch_up_messages_.fetch_add(1);
   auto fail = [&](const Status& why) {
     {
       std::lock_guard<std::mutex> lock(catch_up_mu_);
@@ -397,7 +413,7 @@ void OptimizerServer::TakeCatchUp(const KVMeta& meta, const KVPairs<float>& data
   auto records = std::make_shared<std::vector<CatchUpRecord>>();
   Status bad = DecodeCatchUp(data, optimizer_->StateWidth(), records.get());
   if (!bad.ok()) return fail(bad);
-  if (me && me->state != Node::kJoining) {
+  if (epoch > 0 || (me && me->state == Node::kEntering)) {
     for (const CatchUpRecord& r : *records) {
       if (r.record.chunk < 0) continue;
       // A value in chunks is striped over the ranks in order: a rank added or removed
@@ -439,8 +455,8 @@ void OptimizerServer::TakeCatchUp(const KVMeta& meta, const KVPairs<float>& data
 void OptimizerServer::CheckCaughtUpLocked(const MembershipView& view) {
   if (catch_up_ticket_ < 0 || catch_up_done_ || catch_up_failed_) return;
   // A live server reports for the leave its table names, once its round has begun.
-  const bool live = !Postoffice::Get()->catching_up();
-  if (live && (leave_epoch_ == 0 || leave_epoch_ != round_epoch_)) return;
+  // A leave's round reports once the table names that leave too (its senders are known).
+  if (round_epoch_ != 0 && leave_epoch_ != round_epoch_) return;
   for (const auto& [id, identity] : catch_up_senders_) {
     if (catch_up_from_.count(id)) continue;
     const Node* n = view.Find(id);
@@ -456,7 +472,7 @@ void OptimizerServer::CheckCaughtUpLocked(const MembershipView& view) {
   catch_up_done_ = true;
   catch_up_from_.clear();  // the next round's ends are its own
   // A live server took the keys of one that leaves; a new one holds all of its own.
-  if (leave_epoch_ == 0) caught_up_ = true;
+  if (round_epoch_ == 0) caught_up_ = true;
   Postoffice::Get()->CatchUpDone(catch_up_ticket_);
 }
 

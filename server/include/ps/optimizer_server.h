@@ -271,7 +271,6 @@ class OptimizerServer {
   // catch_up_from_ / catch_up_taken_ / catch_up_failed_ belong to on a live server.
   uint64_t leave_epoch_ = 0;
   uint64_t round_epoch_ = 0;
-  std::atomic<uint64_t> catch_up_messages_{0};  // taken, of any kind (receive thread)
   std::vector<int> placed_servers_;  // the ring's servers in the last table seen live
   std::atomic<bool> caught_up_{false};  // it holds its keys from its replicas
   std::atomic<uint64_t> duplicates_{0};
