@@ -111,13 +111,10 @@ void OptimizerServer::DropKeysNotHeldLater(const ConsistentHashRing& ring) {
       // A leave began since (this server may hold keys the ring without the leaving one
       // gives it, taken on this thread before now, whatever its table says yet): the
       // stale copies stay, never served nor sent.
-      bool leave = false;
+      bool leave = Postoffice::Get()->membership()->LeavingServer() != nullptr;
       {
         std::lock_guard<std::mutex> lock(catch_up_mu_);
-        leave = round_epoch_ > changed_at;
-      }
-      for (const Node& n : Postoffice::Get()->membership()->nodes) {
-        leave |= n.role == Node::kServerRole && n.state == Node::kLeaving;
+        leave |= round_epoch_ > changed_at;
       }
       if (leave) {
         LOG(INFO) << "keeps the keys a ring change took from this server: a leave began "
@@ -153,10 +150,7 @@ void OptimizerServer::EnterRoundLocked(uint64_t epoch) {
 
 void OptimizerServer::OnLeaveLocked(const MembershipView& view, const Node& me) {
   Postoffice* po = Postoffice::Get();
-  const Node* leaving = nullptr;
-  for (const Node& n : view.nodes) {
-    if (n.role == Node::kServerRole && n.state == Node::kLeaving) leaving = &n;
-  }
+  const Node* leaving = view.LeavingServer();
   if (!leaving || view.leave_version == 0) {
     if (leave_epoch_ == 0) return;
     // The server left (its keys are held) or its leave was called off (a server died):
@@ -213,10 +207,7 @@ void OptimizerServer::SendCatchUp(int rank, const std::string& identity, uint64_
   // gone, or another process by now: nothing to send.
   // A task of another leave than the table's now (it moved on) sends nothing.
   if (epoch != 0 && view->leave_version != epoch) return;
-  bool leave = false;
-  for (const Node& n : view->nodes) {
-    leave |= n.role == Node::kServerRole && n.state == Node::kLeaving;
-  }
+  const bool leave = view->LeavingServer() != nullptr;
   if (!target || target->identity != identity ||
       (target->state != Node::kJoining && target->state != Node::kEntering &&
        !(target->state == Node::kLive && leave))) {

@@ -36,6 +36,13 @@ int MembershipView::CountAlive(Node::Role role) const {
   return count;
 }
 
+const Node* MembershipView::LeavingServer() const {
+  for (const Node& n : nodes) {
+    if (n.role == Node::kServerRole && n.state == Node::kLeaving) return &n;
+  }
+  return nullptr;
+}
+
 void MembershipView::PlaceKeys(ConsistentHashRing::Placement placement, int virtual_nodes) {
   std::vector<int> placed;
   std::vector<int> next;

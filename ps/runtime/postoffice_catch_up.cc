@@ -62,11 +62,7 @@ void Postoffice::CancelCatchUp(int ticket) {
 bool Postoffice::ReceivesMovedKeys() const {
   const MembershipView* view = membership_.Get();
   const Node* me = view->Find(my_node_.id);
-  if (!me || me->state != Node::kLive) return false;
-  for (const Node& n : view->nodes) {
-    if (n.role == Node::kServerRole && n.state == Node::kLeaving) return true;
-  }
-  return false;
+  return me && me->state == Node::kLive && view->LeavingServer();
 }
 
 void Postoffice::SendCaughtUp() {

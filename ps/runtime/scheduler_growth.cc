@@ -129,26 +129,33 @@ void SchedulerRole::CallOffAdd(int id, const std::string& why) {
   LOG(ERROR) << "server " << told.rank << " (node " << id << ", " << told.endpoint << ") is "
              << "not added: " << why << " while it caught up; it is told, and the ring stays "
              << "as it was";
-  // It reads that it is dead in a table of its own (straight through the van: the
-  // runtime sends nothing to a node out of the table); the others never list it again.
+  // The others never list it again.
   told.state = Node::kDead;
-  Message reply;
-  reply.meta.control.cmd = Control::kHeartbeat;
-  reply.meta.control.membership_version = view_.version + 1;
-  reply.meta.control.leave_version = view_.leave_version;
-  reply.meta.control.nodes = view_.nodes;
-  for (Node& n : reply.meta.control.nodes) {
-    if (n.id == id) n = told;
-  }
-  reply.meta.recipient = id;
-  reply.meta.sender = self_.id;
-  postoffice_->van()->Send(reply, SendMode::kNonBlocking, Channel::kControl);
-  view_.nodes.erase(std::remove_if(view_.nodes.begin(), view_.nodes.end(),
-                                   [id](const Node& n) { return n.id == id; }),
-                    view_.nodes.end());
+  EraseFromTable(id);
+  TellNotAdded(told, view_.version + 1);  // the version the caller publishes
   live_.erase(id);
   replacements_.erase(id);
   called_off_[id] = told;  // told again if it asks (the word above may be lost)
+}
+
+void SchedulerRole::TellNotAdded(const Node& told, uint64_t version) {
+  // It reads that it is dead in a table of its own, straight through the van: the
+  // runtime sends nothing to a node out of the table.
+  Message reply;
+  reply.meta.control.cmd = Control::kHeartbeat;
+  reply.meta.control.membership_version = version;
+  reply.meta.control.leave_version = view_.leave_version;
+  reply.meta.control.nodes = view_.nodes;
+  reply.meta.control.nodes.push_back(told);
+  reply.meta.recipient = told.id;
+  reply.meta.sender = self_.id;
+  postoffice_->van()->Send(reply, SendMode::kNonBlocking, Channel::kControl);
+}
+
+void SchedulerRole::EraseFromTable(int id) {
+  view_.nodes.erase(std::remove_if(view_.nodes.begin(), view_.nodes.end(),
+                                   [id](const Node& n) { return n.id == id; }),
+                    view_.nodes.end());
 }
 
 void SchedulerRole::DropEnteringServer(const Node& node, Node::State state) {
@@ -157,9 +164,7 @@ void SchedulerRole::DropEnteringServer(const Node& node, Node::State state) {
   LOG(ERROR) << "server " << rank << " (node " << id << ", " << node.endpoint << ") "
              << (state == Node::kDead ? "died" : "left") << " before it caught up: it is "
              << "not added, and the ring stays as it was";
-  view_.nodes.erase(std::remove_if(view_.nodes.begin(), view_.nodes.end(),
-                                   [id](const Node& n) { return n.id == id; }),
-                    view_.nodes.end());
+  EraseFromTable(id);
   replacements_.erase(id);
   ++view_.version;
   postoffice_->InstallMembership(view_);

@@ -81,6 +81,11 @@ class SchedulerRole {
   // Another server is gone while server `id` enters: it leaves the table and is told
   // (it gives up and exits 1; started again, it enters anew). The caller publishes.
   void CallOffAdd(int id, const std::string& why);
+  // Tells `told` (out of the table, marked dead) that it was not added: the table of
+  // `version` with it in.
+  void TellNotAdded(const Node& told, uint64_t version);
+  // Takes node `id` out of view_.nodes (its entry is gone; pointers into it are stale).
+  void EraseFromTable(int id);
   // A new server that caught up from its replicas (Control::kCaughtUp): it is live, and
   // its keys are its own again; an added server joins the ring. During a leave: a live
   // server that holds the keys the leaving one gives it.

@@ -7,7 +7,6 @@
 // the table, and is told so. One ring change at a time.
 #include <glog/logging.h>
 
-#include <algorithm>
 #include <string>
 
 #include "ps/internal/postoffice.h"
@@ -76,9 +75,7 @@ void SchedulerRole::FinishLeave() {
   // Told while it is still in the table; a lost answer is repeated for its heartbeats.
   withdrawn_[gone.id] = gone.identity;
   AnswerWithdrawn(gone.id);
-  view_.nodes.erase(std::remove_if(view_.nodes.begin(), view_.nodes.end(),
-                                   [&gone](const Node& n) { return n.id == gone.id; }),
-                    view_.nodes.end());
+  EraseFromTable(gone.id);
   live_.erase(gone.id);
   replacements_.erase(gone.id);
   for (auto& barrier : barriers_) barrier.second.arrived.erase(gone.id);
@@ -116,16 +113,7 @@ void SchedulerRole::AnswerIfWithdrawn(int id, const std::string& identity) {
   if (it != withdrawn_.end() && it->second == identity) return AnswerWithdrawn(id);
   auto off = called_off_.find(id);
   if (off == called_off_.end() || off->second.identity != identity) return;
-  // An add called off: it reads that it is dead in a table of its own.
-  Message reply;
-  reply.meta.control.cmd = Control::kHeartbeat;
-  reply.meta.control.membership_version = view_.version;
-  reply.meta.control.leave_version = view_.leave_version;
-  reply.meta.control.nodes = view_.nodes;
-  reply.meta.control.nodes.push_back(off->second);
-  reply.meta.recipient = id;
-  reply.meta.sender = self_.id;
-  postoffice_->van()->Send(reply, SendMode::kNonBlocking, Channel::kControl);
+  TellNotAdded(off->second, view_.version);  // an add called off
 }
 
 void SchedulerRole::AnswerWithdrawn(int id) {

@@ -53,6 +53,8 @@ struct MembershipView {
   // Sets ring and next_ring from the servers' states (see above), as every node does
   // with every table it takes, so that all place keys alike.
   void PlaceKeys(ConsistentHashRing::Placement placement, int virtual_nodes);
+  // The server that is leaving the job, or nullptr.
+  const Node* LeavingServer() const;
   // A server is entering or leaving: next_ring is set.
   bool ring_changing() const { return !next_ring.empty(); }
 };
