@@ -15,6 +15,7 @@
 #include "applied_copies.h"
 #include "catch_up_records.h"
 #include "checkpoint.h"
+#include "imported_copies.h"
 #include "ps/internal/job_services.h"
 #include "ps/internal/hash.h"
 #include "ps/internal/kv_message.h"
@@ -150,6 +151,7 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
   server_->AcceptChunks();
   server_->KeepsReplicas();
   applied_copies_ = std::make_unique<AppliedCopies>();
+  imported_copies_ = std::make_unique<ImportedCopies>();
   server_->set_own_request_handles(
       [this](Message& answer) { OnCopyAnswered(answer); },
       [this](int ts, uint64_t id, const Status& s) { OnCopyAborted(ts, id, s); });
@@ -164,7 +166,7 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
   {
     // A node that joined before this app was made: its first table is in already.
     std::lock_guard<std::mutex> lock(catch_up_mu_);
-    BeginCatchUpLocked();
+    BeginCatchUpLocked(*Postoffice::Get()->membership());
     CheckCaughtUpLocked(*Postoffice::Get()->membership());
   }
   // Last: a constructor that throws runs no destructor to take it back.
@@ -238,7 +240,7 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
                             "request before it holds its keys"));
   }
   size_t n = data.keys.size();
-  if (meta.push && (meta.replica_of >= 0 || meta.resent) && !TakeOnce(meta)) {
+  if (meta.push && (meta.replica_of >= 0 || meta.resent) && !TakeOnce(meta, data)) {
     return AnswerDuplicate(meta, data);
   }
   if (options_.sync_aggregation) {

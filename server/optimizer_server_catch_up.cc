@@ -21,6 +21,7 @@
 
 #include "applied_copies.h"
 #include "catch_up_records.h"
+#include "imported_copies.h"
 #include "ps/internal/event_loop.h"
 #include "ps/internal/postoffice.h"
 #include "ps/optimizer_server.h"
@@ -39,10 +40,11 @@ constexpr std::chrono::seconds kDropAfterRingChange{2};
 
 }  // namespace
 
-void OptimizerServer::BeginCatchUpLocked() {
+void OptimizerServer::BeginCatchUpLocked(const MembershipView& view) {
   Postoffice* po = Postoffice::Get();
   if (catch_up_ticket_ >= 0 || !po->catching_up()) return;
   catch_up_ticket_ = po->AddCatchUp();
+  catch_up_ring_ = view.ring;
   // The servers live now hold every key this one holds that has a copy left: each must
   // send them all before this one serves any.
   for (const Node& n : po->membership()->nodes) {
@@ -67,8 +69,12 @@ void OptimizerServer::OnMembership(const MembershipView& view) {
   const Node* me = view.Find(po->my_id());
   if (!me) return;
   std::lock_guard<std::mutex> lock(catch_up_mu_);
+  // A new process at a sender's node: the ids the old one sent say nothing of its keys.
+  for (const Node& n : view.nodes) {
+    if (n.role == Node::kServerRole) imported_copies_->KeepOnly(n.id, n.identity);
+  }
   if (me->state == Node::kJoining || me->state == Node::kEntering) {
-    BeginCatchUpLocked();
+    BeginCatchUpLocked(view);
     CheckCaughtUpLocked(view);  // a server it waited for may have died
     return;
   }
@@ -192,6 +198,7 @@ void OptimizerServer::OnLeaveLocked(const MembershipView& view, const Node& me) 
     if (n.state == Node::kLive || n.state == Node::kLeaving) catch_up_senders_[n.id] = n.identity;
   }
   catch_up_ticket_ = po->AddCatchUp(epoch);
+  catch_up_ring_ = view.ring;
   LOG(INFO) << "server " << leaving->rank << " leaves the job: this server takes the keys the "
             << "ring without it gives it, from the " << catch_up_senders_.size()
             << " servers that serve them now";
@@ -260,9 +267,12 @@ void OptimizerServer::SendCatchUp(int rank, const std::string& identity, uint64_
     return a.record.key != b.record.key ? a.record.key < b.record.key
                                         : a.record.chunk < b.record.chunk;
   });
-  // The pushes taken once here: a worker may send one of them again to the new server
-  // once it is live (a part in flight to the dead one), which must not apply it twice.
-  const std::vector<AppliedCopies::Id> ids = applied_copies_->Ids();
+  // The pushes taken once here, and those the keys sent here held: a worker may send one
+  // of them again to the new server once it is live (a part in flight to the dead one),
+  // which must not apply it twice.
+  std::vector<AppliedCopies::Id> ids = applied_copies_->Ids();
+  const std::vector<AppliedCopies::Id> imported = imported_copies_->Ids();
+  ids.insert(ids.end(), imported.begin(), imported.end());
   // Encoded and sent a message at a time, each record's arrays freed once sent: the
   // copy of the state is the most this holds.
   uint64_t sent = 0;
@@ -392,7 +402,10 @@ void OptimizerServer::TakeCatchUp(const KVMeta& meta, const KVPairs<float>& data
     std::vector<AppliedCopies::Id> ids;
     Status bad = DecodeAppliedIds(data, &ids);
     if (!bad.ok()) return fail(bad);
-    for (const AppliedCopies::Id& id : ids) applied_copies_->Insert(id);
+    // Kept apart by sender: they name what the keys this sender sent hold, not what the
+    // others' hold (ImportedCopies).
+    const Node* sender = po->membership()->Find(meta.sender);
+    imported_copies_->Add(meta.sender, sender ? sender->identity : std::string(), ids);
     {
       std::lock_guard<std::mutex> lock(catch_up_mu_);
       ++catch_up_taken_[meta.sender];

@@ -20,6 +20,7 @@
 #include "ps/internal/membership.h"
 #include "ps/internal/postoffice.h"
 #include "applied_copies.h"
+#include "imported_copies.h"
 #include "ps/optimizer_server.h"
 
 namespace ps {
@@ -118,7 +119,7 @@ std::vector<Message> OptimizerServer::PlanReplicaCopies(const KVMeta& meta,
   return copies;
 }
 
-bool OptimizerServer::TakeOnce(const KVMeta& meta) {
+bool OptimizerServer::TakeOnce(const KVMeta& meta, const KVPairs<float>& data) {
   const bool copy = meta.replica_of >= 0;
   AppliedCopies::Id id;
   id.worker = copy ? meta.replica_of : meta.sender;
@@ -127,6 +128,24 @@ bool OptimizerServer::TakeOnce(const KVMeta& meta) {
   id.chunk = meta.chunk;
   id.first_server = meta.first_server;
   id.first_part = meta.first_part;
+  // Or held in the keys a catch-up sent this server (ImportedCopies). For a copy, its
+  // own sender's ids decide: a copy its sender planned after its cut is not in the keys
+  // it sent, whatever another sender's ids say (a replica may have taken the push before
+  // its own cut). For a part a worker sent again, the ids of the server that sent this
+  // one the part's first key.
+  int holder = meta.sender;
+  if (!copy && !data.keys.empty()) {
+    std::lock_guard<std::mutex> lock(catch_up_mu_);
+    holder = -1;
+    if (!catch_up_ring_.empty()) {
+      const int rank = meta.chunk >= 0
+                           ? catch_up_ring_.ServerOfChunk(data.keys[0],
+                                                          static_cast<uint32_t>(meta.chunk))
+                           : catch_up_ring_.ServerOf(data.keys[0]);
+      holder = Postoffice::ServerRankToID(rank);
+    }
+  }
+  if (holder >= 0 && imported_copies_->Holds(holder, id)) return false;
   bool forgot_young = false;
   const bool first = applied_copies_->Insert(id, &forgot_young);
   LOG_IF(WARNING, forgot_young && replica_log_.ShouldLog())

@@ -42,6 +42,7 @@
 namespace ps {
 
 class AppliedCopies;
+class ImportedCopies;
 class ShardStore;
 class ShardThread;
 struct CheckpointData;
@@ -182,8 +183,11 @@ class OptimizerServer {
   void OnCopyAborted(int timestamp, uint64_t id, const Status& status);
   void EndCopy(uint64_t id, const Status& status, bool answered);
   // A copy, or a part a worker sent again after a failover: false when this server
-  // took it before (by the worker request and the server it was first sent to).
-  bool TakeOnce(const KVMeta& meta);
+  // took it before (by the worker request and the server it was first sent to), or
+  // holds it in the keys a catch-up sent it: for a copy, when its sender's ids name
+  // it; for a part sent again, when the ids of the server that sent this one the
+  // part's first key do (ImportedCopies).
+  bool TakeOnce(const KVMeta& meta, const KVPairs<float>& data);
   // Answers a push taken before without applying it again (its pull, if any, is
   // served; a part sent again still goes on to the replicas that live).
   void AnswerDuplicate(const KVMeta& meta, const KVPairs<float>& data);
@@ -214,7 +218,7 @@ class OptimizerServer {
   // catch_up_mu_ held: once every live server said it sent everything, tells the node.
   void CheckCaughtUpLocked(const MembershipView& view);
   // Registers this app's catch-up with the node when the node is catching up.
-  void BeginCatchUpLocked();
+  void BeginCatchUpLocked(const MembershipView& view);
   // A request in progress, with `remaining` parts and copies to end before its answer.
   Request* NewRequest(const KVMeta& meta, const KVPairs<float>& data, int remaining);
   // Copies every shard's state, after the work queued before the call.
@@ -249,6 +253,7 @@ class OptimizerServer {
   std::unordered_map<uint64_t, CopyInFlight> copies_in_flight_;  // under copies_mu_
   std::atomic<uint64_t> replica_losses_{0};
   std::unique_ptr<AppliedCopies> applied_copies_;
+  std::unique_ptr<ImportedCopies> imported_copies_;  // the ids catch-ups sent, by sender
   // Catch-up. Tasks posted to the receive thread hold the lifeline's lock while they
   // run, and do nothing once the destructor has cut it.
   struct Lifeline {
@@ -271,6 +276,9 @@ class OptimizerServer {
   // catch_up_from_ / catch_up_taken_ / catch_up_failed_ belong to on a live server.
   uint64_t leave_epoch_ = 0;
   uint64_t round_epoch_ = 0;
+  // The ring the last catch-up this server took part in as a receiver placed keys by:
+  // its ServerOf names the server that sent this one a key.
+  ConsistentHashRing catch_up_ring_;
   std::vector<int> placed_servers_;  // the ring's servers in the last table seen live
   std::atomic<bool> caught_up_{false};  // it holds its keys from its replicas
   std::atomic<uint64_t> duplicates_{0};
