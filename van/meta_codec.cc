@@ -118,6 +118,7 @@ Status EncodeMeta(const Message& msg, const ShmFields& shm, std::string* out) {
     if (!m.control.token.empty()) c->set_token(m.control.token);
     c->set_membership_version(m.control.membership_version);
     c->set_leave_version(m.control.leave_version);
+    c->set_retiring(m.control.retiring);
   }
   p.set_status_code(m.status_code);
   if (!m.status_message.empty()) p.set_status_message(m.status_message);
@@ -386,6 +387,7 @@ Status DecodeMeta(const void* bytes, size_t size, const std::vector<size_t>& fra
     meta->control.token = c.token();
     meta->control.membership_version = c.membership_version();
     meta->control.leave_version = c.leave_version();
+    meta->control.retiring = c.retiring();
     for (const auto& pn : c.node()) {
       Node n;
       Status s = FromWire(pn, &n);

@@ -252,6 +252,11 @@ Status ReadJobPolicy(const Getenv& getenv, Config* c) {
     cfg.replication = static_cast<int>(v);
     cfg.replication_set = true;
   }
+  if ((text = Lookup(getenv, "PS_REREPLICATE_AFTER", nullptr))) {
+    double after = 0;
+    if (!(s = ParseDouble("PS_REREPLICATE_AFTER", text, 0, 86400 * 365, &after)).ok()) return s;
+    cfg.rereplicate_after_s = after;
+  }
   if ((text = Lookup(getenv, "PS_LEAVE_ON_SIGTERM", nullptr))) {
     if (!(s = ParseBool("PS_LEAVE_ON_SIGTERM", text, &cfg.leave_on_sigterm)).ok()) return s;
   }
@@ -304,7 +309,7 @@ const char* const Config::kNames[] = {
     "PS_DROP_SEED", "PS_CONSISTENCY", "PS_KEY_PLACEMENT", "PS_CHUNK_BYTES", "PS_JOB_TOKEN",
     "PS_SECURE", "PS_CURVE_SECRET_KEY", "PS_CURVE_SECRET_KEY_FILE", "PS_SHM", "PS_SHM_BYTES",
     "PS_RECEIVE_IN_WAIT", "PS_KEY_ENCODING", "PS_KEY_CACHE_BYTES", "PS_CHECKPOINT_DIR",
-    "PS_CHECKPOINT_EVERY", "PS_REPLICATION", "PS_LEAVE_ON_SIGTERM",
+    "PS_CHECKPOINT_EVERY", "PS_REPLICATION", "PS_REREPLICATE_AFTER", "PS_LEAVE_ON_SIGTERM",
     "PS_STALL_REPORT", "PS_METRICS_PORT",
     nullptr};
 

@@ -38,7 +38,8 @@ int MembershipView::CountAlive(Node::Role role) const {
 
 const Node* MembershipView::LeavingServer() const {
   for (const Node& n : nodes) {
-    if (n.role == Node::kServerRole && n.state == Node::kLeaving) return &n;
+    if (n.role != Node::kServerRole) continue;
+    if (n.state == Node::kLeaving || (retiring != 0 && n.id == retiring)) return &n;
   }
   return nullptr;
 }
@@ -48,7 +49,7 @@ void MembershipView::PlaceKeys(ConsistentHashRing::Placement placement, int virt
   std::vector<int> next;
   for (const Node& n : nodes) {
     if (n.role != Node::kServerRole) continue;
-    if (n.state != Node::kLeaving) next.push_back(n.rank);
+    if (n.state != Node::kLeaving && n.id != retiring) next.push_back(n.rank);
     if (n.state != Node::kEntering) placed.push_back(n.rank);
   }
   ring = ConsistentHashRing::Make(placement, placed, virtual_nodes);

@@ -122,6 +122,7 @@ void Postoffice::HandleJoinReply(const Message& msg) {
   MembershipView view;
   view.version = msg.meta.control.membership_version;
   view.leave_version = msg.meta.control.leave_version;
+  view.retiring = msg.meta.control.retiring;
   view.nodes = msg.meta.control.nodes;
   my_node_.id = my_id;
   InstallMembership(std::move(view));
@@ -210,6 +211,7 @@ void Postoffice::HandleMembership(const Message& msg) {
   MembershipView view;
   view.version = c.membership_version;
   view.leave_version = c.leave_version;
+  view.retiring = c.retiring;
   view.nodes = c.nodes;
   InstallMembership(std::move(view));
 }

@@ -40,9 +40,11 @@ bool SchedulerRole::AdmitAddedServer(const Node& joining, std::string* why) {
   for (const Node& n : view_.nodes) {
     if (n.role != Node::kServerRole) continue;
     next_rank = std::max(next_rank, n.rank + 1);
-    if (n.state == Node::kDead) {
+    if (n.state == Node::kDead && n.id != view_.retiring) {
       *why = cannot + "server " + std::to_string(n.rank) + " is dead (a new server takes "
-             "its place first: start it with PS_RANK=" + std::to_string(n.rank) + ")";
+             "its place first: start it with PS_RANK=" + std::to_string(n.rank) + "; or "
+             "start this one again once the dead one's keys are re-replicated, "
+             "PS_REREPLICATE_AFTER after its death)";
       return false;
     }
     if (n.state == Node::kLeft) {
@@ -56,16 +58,18 @@ bool SchedulerRole::AdmitAddedServer(const Node& joining, std::string* why) {
     return false;
   }
   for (const Node& n : view_.nodes) {
-    if (n.role != Node::kServerRole ||
-        (n.state != Node::kEntering && n.state != Node::kJoining && n.state != Node::kLeaving)) {
-      continue;
-    }
+    const bool changing = n.state == Node::kEntering || n.state == Node::kJoining ||
+                          n.state == Node::kLeaving || n.id == view_.retiring;
+    if (n.role != Node::kServerRole || !changing) continue;
     // One ring change at a time: this one waits, and its join (repeated every second)
     // keeps its place in the queue.
     auto waiting = waiting_adds_.find(joining.identity);
     if (waiting == waiting_adds_.end()) {
       LOG(INFO) << "a server at " << joining.endpoint << " waits to be added until server "
-                << n.rank << (n.state == Node::kLeaving ? " has left" : " holds its keys");
+                << n.rank
+                << (n.state == Node::kLeaving ? " has left"
+                    : n.id == view_.retiring ? "'s keys are re-replicated"
+                                             : " holds its keys");
     }
     waiting_adds_[joining.identity] = Parked{joining, Clock::now()};
     return true;
@@ -145,6 +149,7 @@ void SchedulerRole::TellNotAdded(const Node& told, uint64_t version) {
   reply.meta.control.cmd = Control::kHeartbeat;
   reply.meta.control.membership_version = version;
   reply.meta.control.leave_version = view_.leave_version;
+  reply.meta.control.retiring = view_.retiring;
   reply.meta.control.nodes = view_.nodes;
   reply.meta.control.nodes.push_back(told);
   reply.meta.recipient = told.id;

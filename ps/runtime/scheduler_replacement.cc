@@ -80,6 +80,9 @@ bool SchedulerRole::AdmitReplacement(const Node& joining, std::string* why) {
   }
   parked_.erase(slot->rank);
   waiting_adds_.erase(joining.identity);  // it waited to be added; it takes this place
+  // Its keys were being re-replicated: the new process takes them back instead.
+  if (slot->id == view_.retiring) CallOffLeave("a new server takes its place");
+  dead_since_.erase(slot->id);
   Node& n = *slot;
   // The dead process's barrier entries are not the new one's.
   for (auto& barrier : barriers_) barrier.second.arrived.erase(n.id);

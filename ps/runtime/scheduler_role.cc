@@ -260,6 +260,7 @@ void SchedulerRole::SendTable(const Node& node, bool replaces_dead_node) {
   reply.meta.control.nodes = view_.nodes;
   reply.meta.control.membership_version = view_.version;
   reply.meta.control.leave_version = view_.leave_version;
+  reply.meta.control.retiring = view_.retiring;
   // The job's consistency model comes with the table, so no node can disagree.
   reply.meta.control.consistency = static_cast<int>(config_.consistency.kind);
   reply.meta.control.staleness = config_.consistency.staleness;
@@ -289,6 +290,7 @@ void SchedulerRole::HandleHeartbeat(const Message& msg) {
   reply.meta.control.cmd = Control::kHeartbeat;
   reply.meta.control.membership_version = view_.version;
   reply.meta.control.leave_version = view_.leave_version;
+  reply.meta.control.retiring = view_.retiring;
   // A node that missed a membership change gets the whole table with the reply.
   if (msg.meta.control.membership_version < view_.version) reply.meta.control.nodes = view_.nodes;
   reply.meta.recipient = msg.meta.sender;
@@ -302,6 +304,7 @@ void SchedulerRole::AnswerDeadNode(int id) {
   reply.meta.control.cmd = Control::kHeartbeat;
   reply.meta.control.membership_version = view_.version;
   reply.meta.control.leave_version = view_.leave_version;
+  reply.meta.control.retiring = view_.retiring;
   reply.meta.control.nodes = view_.nodes;
   reply.meta.recipient = id;
   // Straight through the van: the runtime sends nothing to a dead node.
@@ -340,6 +343,7 @@ void SchedulerRole::CheckLiveness() {
     if (n && now - by_process[n->identity] > timeout_ns) silent.push_back(id);
   }
   for (int id : silent) MarkGone(id, Node::kDead);
+  RetireLongDeadServer();
 }
 
 void SchedulerRole::MarkGone(int id, Node::State state) {
@@ -368,6 +372,7 @@ void SchedulerRole::MarkGone(int id, Node::State state) {
   for (Node& n : view_.nodes) {
     if (n.id == id) {
       n.state = state;
+      if (state == Node::kDead && n.role == Node::kServerRole) dead_since_[id] = Clock::now();
       if (state == Node::kDead) {
         LOG(ERROR) << n.DebugString() << " has been silent for more than PS_HEARTBEAT_TIMEOUT="
                    << SecondsText(config_.heartbeat_timeout_s) << " s: declared dead";
@@ -400,6 +405,7 @@ void SchedulerRole::Broadcast(int except_id) {
     update.meta.control.nodes = view_.nodes;
     update.meta.control.membership_version = view_.version;
     update.meta.control.leave_version = view_.leave_version;
+    update.meta.control.retiring = view_.retiring;
     update.meta.recipient = n.id;
     postoffice_->SendControl(update);
   }

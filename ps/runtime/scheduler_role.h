@@ -97,6 +97,11 @@ class SchedulerRole {
   void HandleWithdraw(const Message& msg);
   void FinishLeave();
   void CallOffLeave(const std::string& why);
+  // Re-replication (scheduler_retire.cc): once the only dead server has been dead for
+  // PS_REREPLICATE_AFTER, with no new server in its place, it is retired as a server
+  // leaves, the live servers sending its keys; FinishLeave then takes it out of the
+  // table. Called with each liveness check.
+  void RetireLongDeadServer();
   // Tells server `id` it has left the job.
   void AnswerWithdrawn(int id);
 
@@ -164,6 +169,10 @@ class SchedulerRole {
   std::map<int, std::string> withdrawn_;
   std::map<int, Node> called_off_;  // entering servers not added (CallOffAdd), as told
   std::set<int> withdraw_waits_logged_;  // servers told once why their leave waits
+  // When each dead server was declared dead (re-replication), and those whose keys were
+  // said once to wait for a new server.
+  std::map<int, Clock::time_point> dead_since_;
+  std::set<int> retire_waits_logged_;
   // Servers waiting to be added while another one enters, by identity.
   std::map<std::string, Parked> waiting_adds_;
   // How many servers may be added to a running job over its life, and the rank the next

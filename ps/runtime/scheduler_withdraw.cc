@@ -72,23 +72,35 @@ void SchedulerRole::FinishLeave() {
   const Node* leaving = view_.Find(leaving_);
   if (!leaving) return;
   const Node gone = *leaving;
-  // Told while it is still in the table; a lost answer is repeated for its heartbeats.
-  withdrawn_[gone.id] = gone.identity;
-  AnswerWithdrawn(gone.id);
+  const bool retired = view_.retiring == gone.id;  // a dead one (scheduler_retire.cc)
+  if (!retired) {
+    // Told while it is still in the table; a lost answer is repeated for its heartbeats.
+    withdrawn_[gone.id] = gone.identity;
+    AnswerWithdrawn(gone.id);
+  }
   EraseFromTable(gone.id);
   live_.erase(gone.id);
   replacements_.erase(gone.id);
+  dead_since_.erase(gone.id);
   for (auto& barrier : barriers_) barrier.second.arrived.erase(gone.id);
   leaving_ = kEmpty;
   leave_receivers_.clear();
   leave_reported_.clear();
   view_.leave_version = 0;
+  view_.retiring = 0;
   ++view_.version;
   postoffice_->InstallMembership(view_);
-  LOG(WARNING) << "server " << gone.rank << " (node " << gone.id << ") left the job: the "
-               << "other servers hold its keys, and the ring has "
-               << postoffice_->membership()->ring.servers().size() << " servers (membership "
-               << "version " << view_.version << ")";
+  const size_t ring = postoffice_->membership()->ring.servers().size();
+  if (retired) {
+    LOG(WARNING) << "dead server " << gone.rank << " (node " << gone.id << ") is retired: "
+                 << "the other servers hold its keys, each key is on PS_REPLICATION="
+                 << config_.replication << " servers again, and the ring has " << ring
+                 << " servers (membership version " << view_.version << ")";
+  } else {
+    LOG(WARNING) << "server " << gone.rank << " (node " << gone.id << ") left the job: the "
+                 << "other servers hold its keys, and the ring has " << ring << " servers "
+                 << "(membership version " << view_.version << ")";
+  }
   Broadcast();
   ReleaseCompleteBarriers();
   AdmitWaitingServer();
@@ -97,6 +109,12 @@ void SchedulerRole::FinishLeave() {
 void SchedulerRole::CallOffLeave(const std::string& why) {
   for (Node& n : view_.nodes) {
     if (n.id != leaving_) continue;
+    if (n.id == view_.retiring) {
+      // Dead it stays; its keys stay on their live replicas.
+      LOG(WARNING) << "the re-replication of dead server " << n.rank << "'s keys is called "
+                   << "off (" << why << ")";
+      continue;
+    }
     n.state = Node::kLive;
     LOG(WARNING) << "server " << n.rank << "'s leave is called off (" << why << "): it serves "
                  << "its keys as before and asks again";
@@ -105,6 +123,7 @@ void SchedulerRole::CallOffLeave(const std::string& why) {
   leave_receivers_.clear();
   leave_reported_.clear();
   view_.leave_version = 0;
+  view_.retiring = 0;
 }
 
 void SchedulerRole::AnswerIfWithdrawn(int id, const std::string& identity) {

@@ -95,6 +95,10 @@ endforeach()
 # server dies, and nothing is lost (two of three servers dead, one at a time).
 herdps_server_death_test(replication_replaced_then_another_killed replication_test.py
                          replaced_then_another_killed)
+# No new server: 1 s after server 1's death (PS_REREPLICATE_AFTER=1) servers 0 and 2 copy
+# its keys between them; then server 2 dies too, and nothing is lost.
+herdps_server_death_test(replication_rereplicated_then_another_killed replication_test.py
+                         rereplicated_then_another_killed)
 # Two servers added to a running job by hand, one entering while the other waits: each
 # catches up the keys the grown ring gives it while the pushes go on, then the ring
 # places keys on it; nothing lost or applied twice (server_added_test.py).

@@ -39,6 +39,15 @@ HOW is one of:
                           replicas with nothing lost. With --save_dir the two
                           survivors' states hold every key: those of server 2 once
                           (its replicas among them), the others on both, identical.
+  rereplicated_then_another_killed
+                          as replaced_then_another_killed, but no new server: with
+                          PS_REREPLICATE_AFTER=1 (and PS_CHUNK_BYTES=0, which it needs)
+                          the scheduler retires server 1 1 s after
+                          its death, servers 0 and 2 copy its keys between them (each
+                          key on both), and once it is out of the table server 2 is
+                          killed. Two of three servers died and none replaced: no push
+                          fails, the counts are exact, every survivor exits 0, and server
+                          0 alone holds all the keys at the end.
   launched                as kill_one_of_three under tracker/launch (LAUNCH) with
                           --env PS_REPLICATION=2: the launcher says the job goes on and
                           exits 0.
@@ -318,6 +327,56 @@ def replaced_then_another_killed(app, f):
         f.expect(left == [], f"processes left: {left}")
 
 
+def rereplicated_then_another_killed(app, f):
+    with Job() as job:
+        save = os.path.join(job.tmp.name, "saved")
+        os.makedirs(save)
+        args = [f"--pushes={REPLACED_PUSHES}", f"--keys={KEYS}", f"--save_dir={save}"]
+        # Values are never chunked here (one float per key); re-replication needs it said.
+        env = dict(HEARTBEAT_ENV, PS_REPLICATION="2", PS_REREPLICATE_AFTER="1",
+                   PS_CHUNK_BYTES="0")
+        nodes = job.start_by_hand(app, WORKERS, SERVERS, args, extra_env=env)
+        scheduler = nodes["scheduler"]
+        if not wait_until(lambda: all(f"worker {r} pid" in nodes[f"worker {r}"].text()
+                                      for r in range(WORKERS)), START_S):
+            raise AssertionError("the workers did not start")
+        time.sleep(1.0)
+        nodes["server 1"].kill()
+        killed_at = time.time()
+        if not f.expect(wait_until(lambda: re.search(r"dead server 1 \(node 10\) is retired",
+                                                     scheduler.text()), 60),
+                        "the scheduler did not say server 1's keys were re-replicated"):
+            return
+        retired_at = time.time()
+        print(f"server 1 was retired {retired_at - killed_at:.1f} s after the kill")
+        f.expect(any(nodes[f"worker {r}"].poll() is None for r in range(WORKERS)),
+                 "the workers had finished before the re-replication: the test exercised "
+                 "nothing")
+        nodes["server 2"].kill()
+        survivors = [nodes[n] for n in ("scheduler", "server 0", "worker 0", "worker 1")]
+        if not wait_exits(survivors, 120):
+            raise AssertionError("the job did not finish after the second kill")
+        f.expect(re.search(r"server 2 \(node 12, .*declared dead", scheduler.text())
+                 is not None, "the scheduler did not declare server 2 dead")
+        texts = [nodes[f"worker {r}"].text() for r in range(WORKERS)]
+        check_counts(f, texts, REPLACED_PUSHES)
+        for p in survivors:
+            f.expect(p.proc.returncode == 0, f"{p.name} exited {p.proc.returncode}, not 0")
+        sent = sum(int(n) for r in (0, 2) for n in re.findall(
+            r"sent server \d the (\d+) keys a leaving server's place gives it",
+            nodes[f"server {r}"].text()))
+        path = os.path.join(save, "server-0.ckpt")
+        if not f.expect(os.path.exists(path), "server 0 saved nothing"):
+            return
+        held = read_checkpoint(path)
+        print(f"servers 0 and 2 sent each other {sent} keys of server 1; server 0 holds "
+              f"{len(held)} keys at the end")
+        f.expect(sent > 0, "servers 0 and 2 sent each other no key of server 1")
+        f.expect(len(held) == KEYS, f"server 0 holds {len(held)} keys, not {KEYS}")
+        left = job.left()
+        f.expect(left == [], f"processes left: {left}")
+
+
 def push_sent_again_after_its_copy(app, f, attempts=4):
     """kill_one_of_three_lossy: lossy runs until one shows a push taken twice (most do:
     the rest had every request in flight to server 1 held before its copy, behind a lost
@@ -407,7 +466,8 @@ def linear(app, launch, f, restart=False):
 
 def main():
     hows = ("replicas_are_identical", "kill_one_of_three", "kill_one_of_three_lossy",
-            "replaced_then_another_killed", "launched", "linear", "linear_restarted")
+            "replaced_then_another_killed", "rereplicated_then_another_killed", "launched",
+            "linear", "linear_restarted")
     launched_hows = ("launched", "linear", "linear_restarted")
     if len(sys.argv) not in (3, 4) or sys.argv[1] not in hows or \
             (sys.argv[1] in launched_hows) != (len(sys.argv) == 4):
@@ -423,7 +483,9 @@ def main():
     return run_checks(lambda f: {"replicas_are_identical": replicas_are_identical,
                                  "kill_one_of_three": kill_one_of_three,
                                  "replaced_then_another_killed":
-                                     replaced_then_another_killed}[how](app, f))
+                                     replaced_then_another_killed,
+                                 "rereplicated_then_another_killed":
+                                     rereplicated_then_another_killed}[how](app, f))
 
 
 if __name__ == "__main__":

@@ -137,6 +137,24 @@ TEST(MembershipView, AnEnteringServerIsAliveAndOnlyOnTheNextRing) {
   EXPECT_FALSE(v.ring_changing());
 }
 
+TEST(MembershipView, ARetiringDeadServerIsTheLeavingOneAndOffTheNextRing) {
+  MembershipView v;
+  v.nodes = {MakeNode(1, Node::kSchedulerRole, Node::kLive), MakeServer(0, Node::kLive),
+             MakeServer(1, Node::kDead), MakeServer(2, Node::kLive)};
+  v.PlaceKeys(ConsistentHashRing::kRing, 16);
+  EXPECT_EQ(v.LeavingServer(), nullptr);  // dead, not retiring: no ring change
+  EXPECT_FALSE(v.ring_changing());
+  v.retiring = 10;
+  v.PlaceKeys(ConsistentHashRing::kRing, 16);
+  ASSERT_NE(v.LeavingServer(), nullptr);
+  EXPECT_EQ(v.LeavingServer()->id, 10);
+  EXPECT_FALSE(v.IsAlive(10));
+  // Its keys fail over on the ring as before; the ring that follows has none on it.
+  EXPECT_EQ(v.ring.servers(), (std::vector<int>{0, 1, 2}));
+  ASSERT_TRUE(v.ring_changing());
+  EXPECT_EQ(v.next_ring.servers(), (std::vector<int>{0, 2}));
+}
+
 TEST(MembershipHolder, StartsWithAnEmptyVersionZeroView) {
   MembershipHolder holder;
   const MembershipView* v = holder.Get();

@@ -379,6 +379,7 @@ Message ControlPlaneMessage() {
   m.control.cmd = Control::kMembership;
   m.control.membership_version = (uint64_t{1} << 40) + 3;
   m.control.leave_version = (uint64_t{1} << 40) + 1;
+  m.control.retiring = 12;
   m.control.consistency = 2;
   m.control.staleness = 3;
   m.control.token = std::string("tok\0en\xff", 7);
@@ -416,6 +417,7 @@ TEST(MetaCodec, ControlPlaneFieldsSurviveTheRoundTrip) {
   EXPECT_EQ(out.control.cmd, Control::kMembership);
   EXPECT_EQ(out.control.membership_version, in.control.membership_version);
   EXPECT_EQ(out.control.leave_version, in.control.leave_version);
+  EXPECT_EQ(out.control.retiring, in.control.retiring);
   EXPECT_EQ(out.control.consistency, in.control.consistency);
   EXPECT_EQ(out.control.staleness, in.control.staleness);
   EXPECT_EQ(out.control.token, in.control.token);

@@ -116,6 +116,11 @@ struct Config {
   // Only the scheduler's counts, as above.
   int replication = 1;
   bool replication_set = false;
+  // PS_REREPLICATE_AFTER: with replication, a server dead this long (seconds) whose place
+  // no new process took is retired: the live servers copy its keys among themselves
+  // until each is on PS_REPLICATION servers again, and it leaves the table. 0: never.
+  // Only the scheduler's counts.
+  double rereplicate_after_s = 30;
   // PS_LEAVE_ON_SIGTERM: a server that gets SIGTERM leaves the running job gracefully
   // (Postoffice::Withdraw: its keys move to the others first) instead of dying; a
   // second SIGTERM ends it at once. Off by default.

@@ -28,14 +28,17 @@ struct MembershipView {
   // The version at which the server now leaving was marked leaving (0: none leaves):
   // it names the leave, so that what belongs to an earlier one is told apart.
   uint64_t leave_version = 0;
+  // A dead server whose keys the live servers take over, re-replicating them (its node
+  // id; 0: none): named by leave_version like a leave, and off next_ring.
+  int retiring = 0;
   std::vector<Node> nodes;  // sorted by id, the scheduler first
   // Over every server of the job, dead ones included: keys stay where they were placed,
   // and requests for a dead server's keys fail with Unavailable (no silent data loss).
   // Servers that are entering (added, still catching up) are not on it yet; one that is
   // leaving still is.
   ConsistentHashRing ring;
-  // While a server is entering or leaving: the ring that follows (without the leaving
-  // one, with the entering one), by which the servers send the keys it gives a server
+  // While a server is entering or leaving (or a dead one retiring): the ring that
+  // follows (without the leaving one, with the entering one), by which the servers send the keys it gives a server
   // that does not hold them yet, and the copies of their pushes. Empty otherwise.
   ConsistentHashRing next_ring;
 
@@ -53,7 +56,7 @@ struct MembershipView {
   // Sets ring and next_ring from the servers' states (see above), as every node does
   // with every table it takes, so that all place keys alike.
   void PlaceKeys(ConsistentHashRing::Placement placement, int virtual_nodes);
-  // The server that is leaving the job, or nullptr.
+  // The server that is leaving the job (or the dead one retiring), or nullptr.
   const Node* LeavingServer() const;
   // A server is entering or leaving: next_ring is set.
   bool ring_changing() const { return !next_ring.empty(); }

@@ -97,6 +97,9 @@ struct Control {
   // With a node table: the version at which the server now leaving was marked leaving
   // (0: none leaves); kCaughtUp: the leave a live server holds the keys of (0: none).
   uint64_t leave_version = 0;
+  // With a node table: the dead server whose keys the live servers take over
+  // (re-replication; its node id), 0: none.
+  int retiring = 0;
   bool empty() const { return cmd == kData; }
 };
 
