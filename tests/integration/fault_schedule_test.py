@@ -21,12 +21,21 @@ SCHEDULE is one of:
           (PS_DROP_RATE=0.02, PS_RESEND=1 at 100 ms), 16 pushes in flight per worker.
   elastic 5 faults, each drawn: a server added (started by hand without PS_RANK), a
           server leaving (SIGTERM, PS_LEAVE_ON_SIGTERM=1: it leaves gracefully and exits
-          0), or SIGKILL with a new server in its place; the job keeps 3 to 5 servers
-          (PS_CHUNK_BYTES=0, as a job whose servers change needs).
+          0), SIGKILL with a new server in its place, or SIGKILL and no new server (its
+          keys are re-replicated, PS_REREPLICATE_AFTER=1, and it leaves the table); the
+          job keeps 3 to 5 servers (PS_CHUNK_BYTES=0, as a job whose servers change
+          needs).
           As mixed, every node loses 2% of what it receives, 16 pushes in flight.
+  cuts    4 faults, each drawn: a server's network cable pulled for 10-50% of
+          PS_HEARTBEAT_TIMEOUT, then plugged back in (nobody dies); or pulled until the
+          server is declared dead, then plugged back in (it reads that it is dead and
+          exits 1) and a new server started in its place on its host. Each server runs
+          on a host of its own, the scheduler and the workers on a fourth: Linux network
+          namespaces joined by a bridge (tests/multihost/netns_network.py; needs root
+          and iproute2, else the run is skipped with exit status 77).
 
 The job has recovered from a fault once the new server caught up (the scheduler says
-so), the leaving server left the table, or 1 s after a short stop ended. SEEDS is a seed
+so), the leaving or dead server left the table, or 1 s after a short stop ended. SEEDS is a seed
 or a comma-separated list; each seed is a run, checked in full: every acknowledged
 increment counted once (0 lost, 0 twice), no push failed, every node but the killed,
 stopped-dead ones exits 0 (a server that left gracefully too). Each run
@@ -42,24 +51,30 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "multihost"))
 from liveness_test import START_S, Job, Process, run_checks, wait_exits, wait_until  # noqa: E402
+from netns_network import Network, Skip  # noqa: E402
 from replication_test import HEARTBEAT_ENV, check_counts  # noqa: E402
 
 WORKERS = 2
 SERVERS = 3
 KEYS = 64
-PUSHES = {"kills": 16000, "stops": 16000, "mixed": 8000, "elastic": 8000}
+PUSHES = {"kills": 16000, "stops": 16000, "mixed": 8000, "elastic": 8000, "cuts": 16000}
 # Pushes in flight per worker: with messages lost, one push in ~7 waits for a resend
 # (100 ms); 16 at a time keep the workload going meanwhile.
-WINDOW = {"kills": 1, "stops": 1, "mixed": 16, "elastic": 16}
-FAULTS = {"kills": 3, "stops": 3, "mixed": 4, "elastic": 5}
+WINDOW = {"kills": 1, "stops": 1, "mixed": 16, "elastic": 16, "cuts": 1}
+FAULTS = {"kills": 3, "stops": 3, "mixed": 4, "elastic": 5, "cuts": 4}
+# cuts: server r on host SERVER_HOSTS[r], the scheduler and the workers on JOB_HOST.
+SERVER_HOSTS = ("a", "b", "c")
+JOB_HOST = "d"
 LOSSY = ("mixed", "elastic")
 TIMEOUT_S = float(HEARTBEAT_ENV["PS_HEARTBEAT_TIMEOUT"])
 
 
 def draw_faults(schedule, seed):
-    """[(kind, gap_s, server, stop_s)], kind "kill", "stop" (short), "stop_dead", "join"
-    (server: the rank the scheduler gives it) or "leave"."""
+    """[(kind, gap_s, server, stop_s)], kind "kill", "stop" (short), "stop_dead", "cut"
+    (short), "cut_dead", "join" (server: the rank the scheduler gives it), "leave" or
+    "retire" (killed, not replaced)."""
     rng = random.Random(f"{schedule}:{seed}")
     faults = []
     live = list(range(SERVERS))
@@ -71,9 +86,11 @@ def draw_faults(schedule, seed):
             kind = rng.choice(["stop", "stop_dead"])
         elif schedule == "mixed":
             kind = rng.choice(["kill", "stop", "stop_dead"])
+        elif schedule == "cuts":
+            kind = rng.choice(["cut", "cut_dead"])
         else:
             kind = rng.choice(["kill"] + (["join"] if len(live) < 5 else []) +
-                              (["leave"] if len(live) > 3 else []))
+                              (["leave", "retire"] if len(live) > 3 else []))
         gap = rng.uniform(0.5, 2.0)
         if kind == "join":
             rank = next_rank
@@ -81,9 +98,10 @@ def draw_faults(schedule, seed):
             live.append(rank)
         else:
             rank = rng.choice(live)
-            if kind == "leave":
+            if kind in ("leave", "retire"):
                 live.remove(rank)
-        # A short stop lasts at most half of PS_HEARTBEAT_TIMEOUT (0.3 to 1.5 s at 3 s).
+        # A short stop or cut lasts at most half of PS_HEARTBEAT_TIMEOUT (0.3 to 1.5 s at
+        # 3 s).
         faults.append((kind, gap, rank, rng.uniform(0.1, 0.5) * TIMEOUT_S))
     return faults
 
@@ -118,7 +136,24 @@ def back_at_90(slots, at, until):
     return None
 
 
-def run_one(schedule, seed, app, f):
+def on_hosts(net):
+    """start_by_hand's node_env and node_prefix for the cuts schedule: each server on a
+    host of its own, the scheduler and the workers on JOB_HOST."""
+    node_env, node_prefix = {}, {}
+    names = (["scheduler"] + [f"server {r}" for r in range(SERVERS)] +
+             [f"worker {r}" for r in range(WORKERS)])
+    for name in names:
+        host = SERVER_HOSTS[int(name.split()[1])] if name.startswith("server") else JOB_HOST
+        node_env[name] = {"PS_NODE_HOST": net.address[host],
+                          "PS_SCHEDULER_URI": net.address[JOB_HOST]}
+        node_prefix[name] = ["ip", "netns", "exec", net.namespace[host]]
+    return node_env, node_prefix
+
+
+def run_one(schedule, seed, app, f, net=None):
+    if net:
+        for host in SERVER_HOSTS:
+            net.restore(host)  # a run that failed mid-cut left it pulled
     with Job() as job:
         env = dict(HEARTBEAT_ENV, PS_REPLICATION="2")
         if schedule in LOSSY:
@@ -126,10 +161,12 @@ def run_one(schedule, seed, app, f):
         if schedule == "elastic":
             # Values are never chunked here (one float per key); a job whose servers
             # change must say so.
-            env.update(PS_LEAVE_ON_SIGTERM="1", PS_CHUNK_BYTES="0")
+            env.update(PS_LEAVE_ON_SIGTERM="1", PS_CHUNK_BYTES="0", PS_REREPLICATE_AFTER="1")
         pushes = PUSHES[schedule]
         args = [f"--pushes={pushes}", f"--keys={KEYS}", f"--window={WINDOW[schedule]}"]
-        nodes = job.start_by_hand(app, WORKERS, SERVERS, args, extra_env=env)
+        node_env, node_prefix = on_hosts(net) if net else (None, None)
+        nodes = job.start_by_hand(app, WORKERS, SERVERS, args, extra_env=env,
+                                  node_env=node_env, node_prefix=node_prefix)
         scheduler = nodes["scheduler"]
         workers = [nodes[f"worker {r}"] for r in range(WORKERS)]
         servers = {r: nodes[f"server {r}"] for r in range(SERVERS)}
@@ -169,25 +206,44 @@ def run_one(schedule, seed, app, f):
                         TIMEOUT_S + 30), f"server {rank} did not leave the job"):
                     return
                 continue
+            if kind == "retire":
+                victim.kill()
+                applied.append((kind, rank, at))
+                gone.append(servers.pop(rank))
+                if not f.expect(wait_until(lambda: re.search(
+                        rf"dead server {rank} \(node {8 + 2 * rank}\) is retired",
+                        scheduler.text()), 2 * TIMEOUT_S + 30),
+                        f"server {rank}'s keys were not re-replicated"):
+                    return
+                continue
+            host = SERVER_HOSTS[rank] if net else None
             if kind == "kill":
                 victim.kill()
+            elif kind in ("cut", "cut_dead"):
+                net.cut(host)
             else:
                 os.killpg(victim.proc.pid, signal.SIGSTOP)
             applied.append((kind, rank, at))
-            if kind == "stop":
+            if kind in ("stop", "cut"):
                 time.sleep(stop_s)
-                os.killpg(victim.proc.pid, signal.SIGCONT)
+                if kind == "cut":
+                    net.restore(host)
+                else:
+                    os.killpg(victim.proc.pid, signal.SIGCONT)
                 time.sleep(1.0)
                 continue
-            if kind == "stop_dead":
+            if kind in ("stop_dead", "cut_dead"):
                 declared = rf"server {rank} \(node {8 + 2 * rank}, .*declared dead"
                 if not f.expect(wait_until(lambda: len(re.findall(declared, scheduler.text()))
                                            > sum(1 for k, r, _ in applied[:-1]
-                                                 if r == rank and k != "stop"),
+                                                 if r == rank and k not in ("stop", "cut")),
                                            TIMEOUT_S + 10),
-                                f"server {rank} stopped was not declared dead"):
+                                f"server {rank} stopped or cut off was not declared dead"):
                     return
-                os.killpg(victim.proc.pid, signal.SIGCONT)
+                if kind == "cut_dead":
+                    net.restore(host)  # it hears that it is dead, and exits
+                else:
+                    os.killpg(victim.proc.pid, signal.SIGCONT)
             gone.append(victim)
             # In the dead one's place: its rank (an added server was started without one).
             servers[rank] = Process(f"server {rank} after fault {len(applied)}", victim.cmd,
@@ -226,7 +282,18 @@ def main():
         return 2
     schedule, app = sys.argv[1], os.path.realpath(sys.argv[3])
     seeds = [int(s) for s in sys.argv[2].split(",")]
-    return run_checks(lambda f: [run_one(schedule, seed, app, f) for seed in seeds])
+    if schedule != "cuts":
+        return run_checks(lambda f: [run_one(schedule, seed, app, f) for seed in seeds])
+    net = Network(SERVER_HOSTS + (JOB_HOST,))
+    try:
+        net.create()
+    except Skip as e:
+        print(f"skipped: {e}")
+        return 77
+    try:
+        return run_checks(lambda f: [run_one(schedule, seed, app, f, net) for seed in seeds])
+    finally:
+        net.close()
 
 
 if __name__ == "__main__":

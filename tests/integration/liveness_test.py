@@ -177,10 +177,12 @@ class Job:
         self.procs.append(p)
         return p
 
-    def start_by_hand(self, app, workers, servers, app_args, extra_env=None, node_env=None):
+    def start_by_hand(self, app, workers, servers, app_args, extra_env=None, node_env=None,
+                      node_prefix=None):
         """Scheduler, servers and workers as separate processes, each told only what a
         node on another host would be told (plus extra_env, and node_env[name] for the
-        node of that name). Returns {"scheduler": p, "server 0": p, ...}."""
+        node of that name; node_prefix[name] goes before its command, as `ip netns exec
+        NS`). Returns {"scheduler": p, "server 0": p, ...}."""
         base = {k: v for k, v in os.environ.items()
                 if not k.startswith(("PS_", "DMLC_"))}
         base.update(HEARTBEATS)
@@ -194,7 +196,8 @@ class Job:
             for rank in range(count):
                 name = "scheduler" if role == "scheduler" else f"{role} {rank}"
                 env = dict(base, PS_ROLE=role, PS_RANK=str(rank), **(node_env or {}).get(name, {}))
-                p = Process(name, [app, f"--marker={self.marker}", *app_args], env,
+                prefix = (node_prefix or {}).get(name, [])
+                p = Process(name, [*prefix, app, f"--marker={self.marker}", *app_args], env,
                             self.tmp.name)
                 self.procs.append(p)
                 nodes[name] = p

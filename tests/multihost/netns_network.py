@@ -1,9 +1,9 @@
-"""Three hosts and a switch on one machine, made of Linux network namespaces, for
-netns_test.py.
+"""Three hosts (or as many as asked) and a switch on one machine, made of Linux network
+namespaces, for netns_test.py and the `cuts` fault schedule.
 
 The namespaces herdps-<pid>-a, -b and -c are the hosts, each with loopback and one
 interface, herd0, holding 10.213.N.1, .2 or .3/24; a veth pair cables each host to a
-bridge, switch, in a fourth namespace, herdps-<pid>-hub. <pid> is the process that
+bridge, switch, in another namespace, herdps-<pid>-hub. <pid> is the process that
 made them, N a /24 that no address or route of the root namespace overlaps, whose
 interfaces are never touched. Needs root and iproute2; standard library only.
 """
@@ -20,7 +20,7 @@ import time
 HOSTS = ("a", "b", "c")
 HOST_IF = "herd0"           # each host's interface
 PREFIX = "herdps-"          # namespaces are PREFIX<pid>-<host or hub>
-OWNED = re.compile(r"herdps-(\d+)-(?:a|b|c|hub)$")
+OWNED = re.compile(r"herdps-(\d+)-(?:[a-z]|hub)$")
 
 
 class Skip(Exception):
@@ -107,14 +107,15 @@ def free_subnet():
 
 
 class Network:
-    """Three hosts and a switch, each a network namespace of this run. create() builds
-    it (raises Skip when this machine cannot), close() removes it and every process
-    in it; close() may be called any number of times."""
+    """Hosts (HOSTS unless given: single letters) and a switch, each a network namespace
+    of this run. create() builds it (raises Skip when this machine cannot), close()
+    removes it and every process in it; close() may be called any number of times."""
 
-    def __init__(self):
+    def __init__(self, hosts=HOSTS):
         stem = f"{PREFIX}{os.getpid()}-"
+        self.hosts = tuple(hosts)
         self.hub = stem + "hub"
-        self.namespace = {h: stem + h for h in HOSTS}
+        self.namespace = {h: stem + h for h in self.hosts}
         self.address = {}
         self.made = []  # namespaces to delete, in the order they were made
 
@@ -135,7 +136,7 @@ class Network:
         try:
             ip("-n", self.hub, "link", "add", "switch", "type", "bridge")
             ip("-n", self.hub, "link", "set", "switch", "up")
-            for i, host in enumerate(HOSTS):
+            for i, host in enumerate(self.hosts):
                 ns, port = self.namespace[host], self.port(host)
                 self.address[host] = str(subnet.network_address + i + 1)
                 ip("-n", self.hub, "link", "add", port, "type", "veth", "peer", "name",
@@ -149,7 +150,7 @@ class Network:
         except RuntimeError as e:
             raise Skip(f"cannot cable the hosts: {e}") from None
         print(f"network: switch {self.hub}; " + ", ".join(
-            f"host {h} {self.namespace[h]} {self.address[h]}" for h in HOSTS))
+            f"host {h} {self.namespace[h]} {self.address[h]}" for h in self.hosts))
 
     @staticmethod
     def port(host):
@@ -160,6 +161,10 @@ class Network:
         left as it is (its interface loses its carrier)."""
         ip("-n", self.hub, "link", "set", self.port(host), "down")
 
+    def restore(self, host):
+        """Plugs host's cable back in."""
+        ip("-n", self.hub, "link", "set", self.port(host), "up")
+
     def pids(self):
         """{namespace: [pid, ...]} of the namespaces that still hold processes."""
         found = {name: namespace_pids(name) for name in self.made}
@@ -167,7 +172,7 @@ class Network:
 
     def ssh_map(self):
         """HERDPS_NETNS_HOSTS for netns_ssh."""
-        return " ".join(f"{self.address[h]}={self.namespace[h]}" for h in HOSTS)
+        return " ".join(f"{self.address[h]}={self.namespace[h]}" for h in self.hosts)
 
     def close(self):
         while self.made:
