@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <utility>
@@ -269,10 +270,14 @@ void OptimizerServer::SendCatchUp(int rank, const std::string& identity, uint64_
   });
   // The pushes taken once here, and those the keys sent here held: a worker may send one
   // of them again to the new server once it is live (a part in flight to the dead one),
-  // which must not apply it twice.
-  std::vector<AppliedCopies::Id> ids = applied_copies_->Ids();
-  const std::vector<AppliedCopies::Id> imported = imported_copies_->Ids();
-  ids.insert(ids.end(), imported.begin(), imported.end());
+  // which must not apply it twice. Those taken here last (the receiver keeps the newest
+  // AppliedCopies::kCapacity of a sender's): the ones a part sent again can still be.
+  std::vector<AppliedCopies::Id> ids = imported_copies_->Ids();
+  const std::vector<AppliedCopies::Id> own = applied_copies_->Ids();
+  ids.insert(ids.end(), own.begin(), own.end());
+  if (ids.size() > AppliedCopies::kCapacity) {
+    ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(AppliedCopies::kCapacity));
+  }
   // Encoded and sent a message at a time, each record's arrays freed once sent: the
   // copy of the state is the most this holds.
   uint64_t sent = 0;

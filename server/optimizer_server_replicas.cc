@@ -36,7 +36,8 @@ std::vector<Message> OptimizerServer::PlanReplicaCopies(const KVMeta& meta,
   const size_t n = data.keys.size();
   // The replicas other than this server that live, by rank: the keys each holds. Only
   // the replicas of the whole ring hold a key's history: a key whose replica died runs
-  // on fewer copies (re-replication is not built), never on a copy without its past.
+  // on fewer copies (until it is re-replicated, as a ring change), never on a copy
+  // without its past.
   // While a server enters (added to the job) or leaves, the servers the next ring gives
   // a key that do not hold it yet get the copies too: they take the pushes after the
   // keys they are sent (catch-up).

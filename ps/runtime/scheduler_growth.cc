@@ -36,7 +36,7 @@ bool SchedulerRole::AdmitAddedServer(const Node& joining, std::string* why) {
     return false;
   }
   // Ranks are not used twice: a server that left, or died entering, keeps its own.
-  int next_rank = next_added_rank_;
+  int next_rank = std::max(next_added_rank_, config_.num_servers);
   for (const Node& n : view_.nodes) {
     if (n.role != Node::kServerRole) continue;
     next_rank = std::max(next_rank, n.rank + 1);

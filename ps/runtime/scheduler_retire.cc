@@ -8,6 +8,8 @@
 // (FinishLeave) and every key is on PS_REPLICATION servers again.
 #include <glog/logging.h>
 
+#include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "ps/internal/postoffice.h"
@@ -15,7 +17,31 @@
 
 namespace ps {
 
+namespace {
+
+// How long a retire may take before it is called off and tried again later: its keys
+// travel at memory speed, so only a server that cannot take them (no OptimizerServer,
+// a message it refused) holds it this long.
+double RetireDeadlineSeconds(double heartbeat_timeout_s) {
+  return std::max(60.0, 10 * heartbeat_timeout_s);
+}
+
+}  // namespace
+
 void SchedulerRole::RetireLongDeadServer() {
+  if (leaving_ != kEmpty && leaving_ == view_.retiring) {
+    const double deadline = RetireDeadlineSeconds(config_.heartbeat_timeout_s);
+    if (Clock::now() - retire_started_ < std::chrono::duration<double>(deadline)) return;
+    const int id = leaving_;
+    CallOffLeave("not every live server said it holds its keys within " +
+                 SecondsText(deadline) + " s; tried again PS_REREPLICATE_AFTER from now");
+    dead_since_[id] = Clock::now();
+    ++view_.version;
+    postoffice_->InstallMembership(view_);
+    Broadcast();
+    AdmitWaitingServer();
+    return;
+  }
   if (config_.rereplicate_after_s <= 0 || config_.replication < 2 || leaving_ != kEmpty ||
       dead_since_.empty() || postoffice_->finalizing_) {
     return;
@@ -59,6 +85,7 @@ void SchedulerRole::RetireLongDeadServer() {
     return;
   }
   retire_waits_logged_.erase(dead->id);
+  retire_started_ = Clock::now();
   leaving_ = dead->id;
   view_.retiring = dead->id;
   leave_receivers_.clear();

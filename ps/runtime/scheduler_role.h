@@ -100,7 +100,8 @@ class SchedulerRole {
   // Re-replication (scheduler_retire.cc): once the only dead server has been dead for
   // PS_REREPLICATE_AFTER, with no new server in its place, it is retired as a server
   // leaves, the live servers sending its keys; FinishLeave then takes it out of the
-  // table. Called with each liveness check.
+  // table. A retire not done within its deadline is called off and tried again later.
+  // Called with each liveness check.
   void RetireLongDeadServer();
   // Tells server `id` it has left the job.
   void AnswerWithdrawn(int id);
@@ -173,6 +174,7 @@ class SchedulerRole {
   // said once to wait for a new server.
   std::map<int, Clock::time_point> dead_since_;
   std::set<int> retire_waits_logged_;
+  Clock::time_point retire_started_;  // of the retire under way (view_.retiring)
   // Servers waiting to be added while another one enters, by identity.
   std::map<std::string, Parked> waiting_adds_;
   // How many servers may be added to a running job over its life, and the rank the next

@@ -7,6 +7,7 @@
 // the table, and is told so. One ring change at a time.
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <string>
 
 #include "ps/internal/postoffice.h"
@@ -79,6 +80,8 @@ void SchedulerRole::FinishLeave() {
     AnswerWithdrawn(gone.id);
   }
   EraseFromTable(gone.id);
+  // Its rank is never given again, though no server in the table has it now.
+  next_added_rank_ = std::max(next_added_rank_, gone.rank + 1);
   live_.erase(gone.id);
   replacements_.erase(gone.id);
   dead_since_.erase(gone.id);
