@@ -86,18 +86,10 @@ void SchedulerRole::RetireLongDeadServer() {
   }
   retire_waits_logged_.erase(dead->id);
   retire_started_ = Clock::now();
-  leaving_ = dead->id;
-  view_.retiring = dead->id;
-  leave_receivers_.clear();
-  leave_reported_.clear();
-  for (const Node& n : view_.nodes) {
-    if (n.role == Node::kServerRole && n.state == Node::kLive) leave_receivers_.insert(n.id);
-  }
-  ++view_.version;
-  view_.leave_version = view_.version;
   const int rank = dead->rank;
   const int id = dead->id;
-  postoffice_->InstallMembership(view_);
+  view_.retiring = id;
+  BeginLeaveRound(id);
   LOG(WARNING) << "server " << rank << " (node " << id << ") has been dead for "
                << SecondsText(dead_s) << " s and no new server took its place: the other "
                << leave_receivers_.size() << " servers copy its keys among themselves, until "

@@ -95,6 +95,9 @@ class SchedulerRole {
   // when every live server has said it holds them it leaves the table (FinishLeave). A
   // server death meanwhile calls the leave off (CallOffLeave); the server asks again.
   void HandleWithdraw(const Message& msg);
+  // Server `id` (marked leaving, or named retiring) leaves under a new version that
+  // names the round: every live server takes its keys; installed, not yet broadcast.
+  void BeginLeaveRound(int id);
   void FinishLeave();
   void CallOffLeave(const std::string& why);
   // Re-replication (scheduler_retire.cc): once the only dead server has been dead for

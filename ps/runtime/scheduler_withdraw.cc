@@ -54,6 +54,14 @@ void SchedulerRole::HandleWithdraw(const Message& msg) {
   }
   withdraw_waits_logged_.erase(id);
   leaving->state = Node::kLeaving;
+  BeginLeaveRound(id);
+  LOG(WARNING) << asks << ": it is leaving, and serves its keys while the other "
+               << leave_receivers_.size() << " servers take them over (membership version "
+               << view_.version << ")";
+  Broadcast();
+}
+
+void SchedulerRole::BeginLeaveRound(int id) {
   leaving_ = id;
   leave_receivers_.clear();
   leave_reported_.clear();
@@ -63,10 +71,6 @@ void SchedulerRole::HandleWithdraw(const Message& msg) {
   ++view_.version;
   view_.leave_version = view_.version;
   postoffice_->InstallMembership(view_);
-  LOG(WARNING) << asks << ": it is leaving, and serves its keys while the other "
-               << leave_receivers_.size() << " servers take them over (membership version "
-               << view_.version << ")";
-  Broadcast();
 }
 
 void SchedulerRole::FinishLeave() {
