@@ -262,18 +262,26 @@ _TIMEOUT_S = 10.0 if _TIMEOUT == "default" else float(_TIMEOUT)
 REPLACED_PUSHES = int(4000 * _TIMEOUT_S)
 
 
+def start_counters_then_wait(job, app, **env):
+    """The counter workload of the two-deaths cases (REPLACED_PUSHES per worker, every
+    server saving its state at the end), PS_REPLICATION=2 and `env`; returns once the
+    workers have pushed for 1 s: (nodes, the folder the servers save to)."""
+    save = os.path.join(job.tmp.name, "saved")
+    os.makedirs(save)
+    args = [f"--pushes={REPLACED_PUSHES}", f"--keys={KEYS}", f"--save_dir={save}"]
+    nodes = job.start_by_hand(app, WORKERS, SERVERS, args,
+                              extra_env=dict(HEARTBEAT_ENV, PS_REPLICATION="2", **env))
+    if not wait_until(lambda: all(f"worker {r} pid" in nodes[f"worker {r}"].text()
+                                  for r in range(WORKERS)), START_S):
+        raise AssertionError("the workers did not start")
+    time.sleep(1.0)
+    return nodes, save
+
+
 def replaced_then_another_killed(app, f):
     with Job() as job:
-        save = os.path.join(job.tmp.name, "saved")
-        os.makedirs(save)
-        args = [f"--pushes={REPLACED_PUSHES}", f"--keys={KEYS}", f"--save_dir={save}"]
-        env = dict(HEARTBEAT_ENV, PS_REPLICATION="2")
-        nodes = job.start_by_hand(app, WORKERS, SERVERS, args, extra_env=env)
+        nodes, save = start_counters_then_wait(job, app)
         scheduler = nodes["scheduler"]
-        if not wait_until(lambda: all(f"worker {r} pid" in nodes[f"worker {r}"].text()
-                                      for r in range(WORKERS)), START_S):
-            raise AssertionError("the workers did not start")
-        time.sleep(1.0)
         victim = nodes["server 1"]
         victim.kill()
         killed_at = time.time()
@@ -329,18 +337,10 @@ def replaced_then_another_killed(app, f):
 
 def rereplicated_then_another_killed(app, f):
     with Job() as job:
-        save = os.path.join(job.tmp.name, "saved")
-        os.makedirs(save)
-        args = [f"--pushes={REPLACED_PUSHES}", f"--keys={KEYS}", f"--save_dir={save}"]
         # Values are never chunked here (one float per key); re-replication needs it said.
-        env = dict(HEARTBEAT_ENV, PS_REPLICATION="2", PS_REREPLICATE_AFTER="1",
-                   PS_CHUNK_BYTES="0")
-        nodes = job.start_by_hand(app, WORKERS, SERVERS, args, extra_env=env)
+        nodes, save = start_counters_then_wait(job, app, PS_REREPLICATE_AFTER="1",
+                                               PS_CHUNK_BYTES="0")
         scheduler = nodes["scheduler"]
-        if not wait_until(lambda: all(f"worker {r} pid" in nodes[f"worker {r}"].text()
-                                      for r in range(WORKERS)), START_S):
-            raise AssertionError("the workers did not start")
-        time.sleep(1.0)
         nodes["server 1"].kill()
         killed_at = time.time()
         if not f.expect(wait_until(lambda: re.search(r"dead server 1 \(node 10\) is retired",
