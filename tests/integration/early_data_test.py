@@ -11,6 +11,10 @@ table, the workers' pushes come before the table resent. Every run must exit 0 w
 server's handle never run on the control loop, and over all runs some messages must
 have reached the server before its node table (otherwise the runs did not exercise
 what this tests).
+
+The resend timeout is 100 ms: each run's time is the server's control messages (its
+barriers, its leave) resent with a doubling backoff, so 300 ms made the 8 runs take
+2.5 minutes for nothing this checks.
 """
 import os
 import re
@@ -32,7 +36,7 @@ def run_job(app, seed, logdir):
     base.update({"PS_NUM_WORKER": "2", "PS_NUM_SERVER": "1", "PS_SCHEDULER_URI": "127.0.0.1",
                  "PS_SCHEDULER_PORT": str(free_port()), "PS_NODE_HOST": "127.0.0.1",
                  "PS_JOB_TOKEN": secrets.token_hex(16), "PS_RESEND": "1",
-                 "PS_RESEND_TIMEOUT": "300", "PS_START_TIMEOUT": "60"})
+                 "PS_RESEND_TIMEOUT": "100", "PS_START_TIMEOUT": "60"})
     procs = []
     for role, rank, drops in (("scheduler", 0, "0"), ("server", 0, "0.5"), ("worker", 0, "0"),
                               ("worker", 1, "0")):
