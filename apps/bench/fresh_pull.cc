@@ -30,8 +30,9 @@
 
 namespace {
 
-double StatusMiB(const char* field) {
-  std::ifstream in("/proc/self/status");
+// A "Field:   123 kB" line of a /proc file, in MiB; -1 when the file has no such field.
+double ProcMiB(const char* file, const char* field) {
+  std::ifstream in(file);
   std::string line;
   const std::string prefix = std::string(field) + ":";
   while (std::getline(in, line)) {
@@ -40,6 +41,19 @@ double StatusMiB(const char* field) {
     }
   }
   return -1;
+}
+
+double StatusMiB(const char* field) { return ProcMiB("/proc/self/status", field); }
+
+// RSS counts a page of shared memory (a shared-memory ring between two nodes) in every
+// process that maps it; PSS splits it between them, so the PSS of two nodes adds up to
+// what they hold together. RssShmem is the shared memory resident in this process.
+void PrintMemory(const char* role, const char* when) {
+  std::printf("fresh_pull: %s memory %s: rss %.1f MiB, pss %.1f MiB, shared memory %.1f MiB "
+              "(peak rss %.1f MiB)\n",
+              role, when, StatusMiB("VmRSS"), ProcMiB("/proc/self/smaps_rollup", "Pss"),
+              StatusMiB("RssShmem"), StatusMiB("VmHWM"));
+  std::fflush(stdout);
 }
 
 // The pull's cmd carries the answer's size in bytes.
@@ -102,7 +116,6 @@ int RunSequence(int rounds) {
       }
     }
   }
-  std::printf("fresh_pull: worker rss after the sequence %.1f MiB\n", StatusMiB("VmRSS"));
   return 0;
 }
 
@@ -165,13 +178,14 @@ int main(int argc, char* argv[]) {
                   StatusMiB("VmRSS"));
     }
   }
-  // Once the work is done everywhere, every node idles a while before it reports, so
-  // that one that gives memory back when idle has done so.
-  if (!ps::IsScheduler()) ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup + ps::kServerGroup);
+  // Once the work is done everywhere, every node reports its memory, then idles a
+  // while and reports again: a node that gives memory back when idle has done so.
+  if (!ps::IsScheduler()) {
+    ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup + ps::kServerGroup);
+    PrintMemory(Role(), "right after the work");
+  }
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-  std::printf("fresh_pull: %s rss after 2.5 s idle %.1f MiB (peak %.1f MiB)\n", Role(),
-              StatusMiB("VmRSS"), StatusMiB("VmHWM"));
-  std::fflush(stdout);
+  PrintMemory(Role(), "after 2.5 s idle");
   ps::Finalize(0, true);
   delete server;
   return rc;
