@@ -60,8 +60,12 @@ void OptimizerServer::BeginCatchUpLocked(const MembershipView& view) {
                << "PS_REPLICATION >= 2 a new server must start empty; make the "
                << "OptimizerServer after ps::Start, which then skips the checkpoint)";
   }
-  LOG(INFO) << "server " << po->my_rank() << " takes a dead server's place and catches up: "
-            << "its keys stay with their replicas until every live server has sent them";
+  const Node* me = view.Find(po->my_id());
+  LOG(INFO) << "server " << po->my_rank()
+            << (me && me->state == Node::kEntering ? " is added to the job"
+                                                    : " takes a dead server's place")
+            << " and catches up: its keys stay where they are until every live server has "
+            << "sent them";
 }
 
 void OptimizerServer::OnMembership(const MembershipView& view) {

@@ -103,6 +103,27 @@ bool RequestPipeline::FailOverLater(uint64_t id, const Status& status) {
   return true;
 }
 
+bool RequestPipeline::RerouteUnsent(const Message& unsent) {
+  Postoffice* po = Postoffice::Get();
+  if (!unsent.meta.request || po->replication() < 2) return false;
+  const MembershipView* view = po->membership();
+  const uint64_t id = unsent.meta.request_id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(id);
+    if (it == pending_.end() || it->second->question) return false;
+    const std::vector<Part>& parts = it->second->parts;
+    if (unsent.meta.part >= parts.size()) return false;
+    const Part& part = parts[unsent.meta.part];
+    // Another reroute may have moved the part on already: a part resent elsewhere, or
+    // replaced by its pieces, is left alone (its answers end the request).
+    if (part.answered || part.server != Postoffice::IDtoRank(unsent.meta.recipient)) return true;
+    if (!PartServerGone(*view, part)) return false;
+  }
+  customer_->RunOnOwnThread([this, id] { Reroute(id); });
+  return true;
+}
+
 void RequestPipeline::Reroute(uint64_t id) {
   const MembershipView* view = Postoffice::Get()->membership();
   const ConsistentHashRing& ring = view->ring;

@@ -235,6 +235,9 @@ void RequestPipeline::SendPart(Message& msg, KeyForm form) {
   }
   Status sent = po->Send(msg);
   if (sent.ok()) return;
+  // Its server died between the plan and the send (the table changed meanwhile, and its
+  // connection went): with replicas the part goes where a part in flight there goes.
+  if (RerouteUnsent(msg)) return;
   // Account for the part that never left, as if its server had failed it.
   Message failed;
   failed.meta = msg.meta;

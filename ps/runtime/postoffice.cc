@@ -221,14 +221,17 @@ void Postoffice::InstallMembership(MembershipView view) {
     }
     if (!n.alive() && (!before || before->alive())) gone.push_back(n);
   }
+  std::vector<int> not_added;  // entering servers out of the table: dead, or called off
   for (const Node& n : old->nodes) {
     // Out of the table: an added server that died before it caught up (it never held a
-    // key) goes as a dead node does; a server that left the job once the others held its
-    // keys (Withdraw), as a node that left.
+    // key) goes as a dead node does, its connection too once the table says so (below:
+    // a send that finds it gone must read a table without it, else it would take the
+    // server for a live one that failed it); a server that left the job once the others
+    // held its keys (Withdraw), as a node that left.
     if (n.alive() && n.id != my_node_.id && !view.Find(n.id)) {
       gone.push_back(n);
       gone.back().state = n.state == Node::kEntering ? Node::kDead : Node::kLeft;
-      if (n.state == Node::kEntering && !is_scheduler()) van_->Disconnect(n.id);
+      if (n.state == Node::kEntering) not_added.push_back(n.id);
     }
   }
   bool first = old->version == 0;
@@ -265,10 +268,16 @@ void Postoffice::InstallMembership(MembershipView view) {
   }
   if (first) return;
   for (const Node& n : gone) {
-    if (n.state == Node::kDead) {
+    const bool entering =
+        std::find(not_added.begin(), not_added.end(), n.id) != not_added.end();
+    if (entering) {
+      LOG_IF(WARNING, !is_scheduler()) << n.DebugString() << " is out of the job before it "
+                                       << "was added (it ended, or its add was called off)";
+    } else if (n.state == Node::kDead) {
       // The scheduler has said it already, in its own words.
-      LOG_IF(ERROR, !is_scheduler()) << n.DebugString() << " is dead (silent for more than PS_HEARTBEAT_TIMEOUT="
-                 << SecondsText(config_.heartbeat_timeout_s) << " s)";
+      LOG_IF(ERROR, !is_scheduler())
+          << n.DebugString() << " is dead (silent for more than PS_HEARTBEAT_TIMEOUT="
+          << SecondsText(config_.heartbeat_timeout_s) << " s)";
     } else {
       LOG_IF(INFO, verbose()) << n.DebugString() << " left the job";
     }
@@ -283,9 +292,10 @@ void Postoffice::InstallMembership(MembershipView view) {
     Status why = Status::Unavailable(
         std::string(RoleName(n.role)) + " " + std::to_string(n.rank) + " (node " +
         std::to_string(n.id) + ", " + n.endpoint + ") " +
-        (n.state == Node::kDead ? "is dead: silent for more than PS_HEARTBEAT_TIMEOUT=" +
-                                      SecondsText(config_.heartbeat_timeout_s) + " s"
-                                : std::string("left the job")));
+        (entering ? std::string("is out of the job before it was added")
+         : n.state == Node::kDead ? "is dead: silent for more than PS_HEARTBEAT_TIMEOUT=" +
+                                        SecondsText(config_.heartbeat_timeout_s) + " s"
+                                  : std::string("left the job")));
     directory_->ForEach([&n, &why](int, int, Customer* customer) {
       customer->AbortRequestsWaitingFor(n, why);
       return true;

@@ -97,7 +97,8 @@ void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
   if (do_barrier && join_->replaces_dead_node()) {
     // The others passed the start barrier long ago; waiting in it would wait forever.
     LOG(INFO) << "joined the running job as " << RoleName(my_node_.role) << " " << my_node_.rank
-              << ", in a dead node's place: no start barrier";
+              << (my_node_.state == Node::kEntering ? ", added to it" : ", in a dead node's place")
+              << ": no start barrier";
   } else if (do_barrier) {
     Barrier(customer_id, kScheduler + kServerGroup + kWorkerGroup);
   }

@@ -115,6 +115,15 @@ herdps_server_death_test(server_added_twice server_added_test.py added_twice)
 # A server added, then another one leaving gracefully on SIGTERM (PS_LEAVE_ON_SIGTERM=1):
 # the others take its keys over while it serves them, it exits 0, nothing is lost.
 herdps_server_death_test(server_added_then_removed server_added_test.py added_then_removed)
+# A server added while another one is stopped (SIGSTOP): the add waits for the stopped
+# one's keys until it is declared dead, then is called off; the new server exits 1
+# saying why, the dead one's keys fail over, nothing is lost or applied twice.
+herdps_server_death_test(server_added_while_another_stopped server_added_test.py
+                         added_while_another_stopped)
+# A server leaving on SIGTERM while another one is stopped: the leave is called off
+# once the stopped one is declared dead; the leaving server serves on and exits 0.
+herdps_server_death_test(server_removed_while_another_stopped server_added_test.py
+                         removed_while_another_stopped)
 # The restart and the failover with the runtime's default heartbeats (dead after 10 s).
 herdps_server_death_test(server_restart_from_checkpoint_with_default_heartbeats
                          server_restart_test.py from_checkpoint)

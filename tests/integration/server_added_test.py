@@ -23,6 +23,20 @@ HOW is one of:
                     while it serves them, then it leaves the table and exits 0. Counts
                     exact, every process exits 0; prints the keys that moved for each
                     change against the ring's share.
+  added_while_another_stopped
+                    as added_by_hand, but server 1 gets SIGSTOP just before the fourth
+                    server starts: the new server waits for server 1's keys, which never
+                    come. Once server 1 is declared dead the scheduler calls the add off
+                    (the ring stays as it was, the new server is told and exits 1 saying
+                    why), server 1's keys fail over to their replicas, and the job goes
+                    on: counts exact, no push fails, the others exit 0.
+  removed_while_another_stopped
+                    every server with PS_LEAVE_ON_SIGTERM=1; server 1 gets SIGSTOP, then
+                    server 0 SIGTERM: its leave waits for server 1, which never says it
+                    holds its keys. Once server 1 is declared dead the scheduler calls
+                    the leave off, server 0 serves its keys on (it asks again, and waits
+                    while a server is dead), server 1's keys fail over, and the job goes
+                    on: counts exact, no push fails, server 0 and the others exit 0.
 
 Usage: server_added_test.py HOW APP
 """
@@ -60,6 +74,64 @@ def rates_around(worker_texts, at, before_s=1.0, after_s=1.0):
     lowest = min(sum(slots.get(s + d, 0) for d in range(4)) / 0.2
                  for s in range(first, first + int(after_s / 0.05) - 3))
     return before, lowest
+
+
+def changed_while_another_stopped(app, f, add):
+    """An add (add=True) or a leave of server 0 while server 1 is stopped until dead."""
+    with Job() as job:
+        args = [f"--pushes={PUSHES}", f"--keys={KEYS}"]
+        env = dict(HEARTBEAT_ENV, PS_REPLICATION="2", PS_CHUNK_BYTES="0")
+        if not add:
+            env["PS_LEAVE_ON_SIGTERM"] = "1"
+        nodes = job.start_by_hand(app, WORKERS, SERVERS, args, extra_env=env)
+        scheduler = nodes["scheduler"]
+        if not wait_until(lambda: all(f"worker {r} pid" in nodes[f"worker {r}"].text()
+                                      for r in range(WORKERS)), START_S):
+            raise AssertionError("the workers did not start")
+        time.sleep(ADD_AT_S)
+        stopped = nodes["server 1"]
+        stopped.proc.send_signal(signal.SIGSTOP)
+        stopped_at = time.time()
+        new = None
+        if add:
+            template = nodes["server 0"]
+            added_env = {k: v for k, v in template.env.items() if k != "PS_RANK"}
+            new = Process("added server", template.cmd, added_env, job.tmp.name)
+            job.procs.append(new)
+            called_off = (r"server 3 \(node 14, [^)]*\) is not added: server 1 died while "
+                          r"it caught up")
+        else:
+            nodes["server 0"].proc.send_signal(signal.SIGTERM)
+            called_off = r"server 0's leave is called off \(server 1 is gone\)"
+        what = "add" if add else "leave"
+        if not f.expect(wait_until(lambda: re.search(called_off, scheduler.text()), 60),
+                        f"the scheduler did not call the {what} off"):
+            return
+        print(f"the {what} was called off {time.time() - stopped_at:.2f} s after server 1 "
+              "was stopped")
+        f.expect(all(nodes[f"worker {r}"].poll() is None for r in range(WORKERS)),
+                 f"the workers had finished before the {what} was called off: the test "
+                 "exercised nothing")
+        if add:
+            f.expect(wait_exits([new], 30), "the server not added did not exit")
+            f.expect(new.proc.returncode == 1,
+                     f"the server not added exited {new.proc.returncode}, not 1")
+            f.expect("this server was not added to the job" in new.text(),
+                     "the server not added did not say why it exits")
+            f.expect(not re.search(r"server 3 \(node 14\) caught up", scheduler.text()),
+                     "the scheduler says server 3 caught up")
+        else:
+            f.expect(not re.search(r"server 0 \(node 8\) left the job", scheduler.text()),
+                     "the scheduler says server 0 left the job")
+        others = [p for name, p in nodes.items() if name != "server 1"]
+        if not wait_exits(others, 120):
+            raise AssertionError("the job did not finish")
+        stopped.kill()
+        check_counts(f, [nodes[f"worker {r}"].text() for r in range(WORKERS)], PUSHES)
+        for p in others:
+            f.expect(p.proc.returncode == 0, f"{p.name} exited {p.proc.returncode}, not 0")
+        left = job.left()
+        f.expect(left == [], f"processes left: {left}")
 
 
 def added(app, f, how):
@@ -193,11 +265,15 @@ def added(app, f, how):
 
 
 def main():
-    hows = ("added_by_hand", "added_twice", "added_then_removed")
+    hows = ("added_by_hand", "added_twice", "added_then_removed",
+            "added_while_another_stopped", "removed_while_another_stopped")
     if len(sys.argv) != 3 or sys.argv[1] not in hows:
         print(__doc__, file=sys.stderr)
         return 2
     how, app = sys.argv[1], os.path.realpath(sys.argv[2])
+    if how.endswith("_while_another_stopped"):
+        add = how.startswith("added")
+        return run_checks(lambda f: changed_while_another_stopped(app, f, add))
     return run_checks(lambda f: added(app, f, how))
 
 

@@ -223,6 +223,11 @@ class RequestPipeline {
   // died go again to their keys' new servers (posted to the customer's own thread), or
   // when its parts on a server that died were all answered before (it goes on).
   bool FailOverLater(uint64_t id, const Status& status);
+  // A part `unsent` could not be sent because its server died as it left (the table
+  // said so after the part was planned): true when it goes to its keys' new servers
+  // instead (Reroute, posted to the customer's own thread), as a part in flight there
+  // would; false when the request must fail (no replicas, or the server lives).
+  bool RerouteUnsent(const Message& unsent);
   // Sends request `id`'s parts whose server is dead to the replicas that took their
   // keys over, marked resent; ends the request when one has no live replica.
   void Reroute(uint64_t id);
