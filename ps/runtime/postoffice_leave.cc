@@ -44,17 +44,7 @@ void ExitWithStatusOne() {
 void Postoffice::Finalize(int customer_id, bool do_barrier) {
   if (!started()) return;
   if (NodeServices* services = services_.load()) services->OnLeaving(this);
-  if (do_barrier) {
-    try {
-      Barrier(customer_id, kScheduler + kServerGroup + kWorkerGroup);
-    } catch (const Error&) {
-      if (!gave_up()) throw;
-      // The job gave this node up (declared dead, or an add called off: GiveUp logged
-      // why). No barrier will release it, and it exits 1 as GiveUp said it would: here,
-      // not by an exception that an app's main rarely catches (that would abort).
-      ExitWithStatusOne();
-    }
-  }
+  if (do_barrier) Barrier(customer_id, kScheduler + kServerGroup + kWorkerGroup);
   std::lock_guard<std::mutex> lock(start_mu_);
   if (start_count_ == 0 || --start_count_ > 0) return;
   DrainCustomers();

@@ -23,7 +23,8 @@
 //
 // With --save_dir each server saves its whole state to <dir>/server-<rank>.ckpt after
 // ps::Finalize (every push acknowledged by then); --optimizer picks the server's
-// optimizer (counters need sgd).
+// optimizer (counters need sgd). A node whose ps::Finalize fails (ps::Error: the job gave
+// it up) prints why and exits 1.
 #include <gflags/gflags.h>
 #include <unistd.h>
 
@@ -155,6 +156,19 @@ int RunWorker() {
   return 0;
 }
 
+// ps::Finalize, or why it failed (ps::Error: the job gave this node up, as a server
+// declared dead or one whose add was called off): false then.
+bool Finalized() {
+  try {
+    ps::Finalize(0, true);
+    return true;
+  } catch (const ps::Error& e) {
+    Say("%s %d: ps::Finalize failed: %s", ps::IsServer() ? "server" : "worker", ps::MyRank(),
+        e.what());
+    return false;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -174,7 +188,7 @@ int main(int argc, char** argv) {
     ps::OptimizerServer::Restored restored = server->restored();
     Say("server %d pid %d started%s%s", rank, static_cast<int>(getpid()),
         restored.checkpoint.empty() ? "" : " from ", restored.checkpoint.c_str());
-    ps::Finalize(0, true);
+    if (!Finalized()) return 1;
     if (!FLAGS_save_dir.empty()) {
       std::string path = FLAGS_save_dir + "/server-" + std::to_string(rank) + ".ckpt";
       ps::Status saved = server->SaveCheckpoint(path);
@@ -184,6 +198,5 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (ps::IsWorker()) rc = RunWorker();
-  ps::Finalize(0, true);
-  return rc;
+  return Finalized() ? rc : 1;
 }

@@ -6,8 +6,7 @@
 //   ps::Finalize(0, true);              // leave it
 //
 // Start and Finalize throw ps::Error when the node cannot join (bad environment, the
-// scheduler unreachable within PS_START_TIMEOUT seconds). A node the job gave up on
-// (declared dead, the scheduler gone) exits with status 1 from Finalize.
+// scheduler unreachable within PS_START_TIMEOUT seconds).
 #ifndef PS_PS_H_
 #define PS_PS_H_
 

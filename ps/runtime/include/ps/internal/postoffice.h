@@ -89,9 +89,7 @@ class Postoffice {
   // that customer's.
   void Start(int customer_id, const char* argv0, bool do_barrier);
   // Leaves the job: barrier (if do_barrier), then on the last matching call runs the
-  // exit callback, tells the scheduler this node leaves, and stops. A node the job gave
-  // up on (declared dead, an add called off, the scheduler gone) exits the process with
-  // status 1 from the barrier instead; other barrier failures throw ps::Error.
+  // exit callback, tells the scheduler this node leaves, and stops.
   void Finalize(int customer_id, bool do_barrier);
 
   // Blocks until every live node in `node_group` has called Barrier with the same
