@@ -76,19 +76,28 @@ def rates_around(worker_texts, at, before_s=1.0, after_s=1.0):
     return before, lowest
 
 
+def start_counters(job, app, args, leave_on_sigterm):
+    """The counter workload on SERVERS servers and WORKERS workers started by hand, once
+    the workers have pushed for ADD_AT_S. Chunks are off: a value in chunks is striped
+    over the ranks, which an added server would change for most of them (the catch-up
+    refuses them). Returns the nodes by name."""
+    env = dict(HEARTBEAT_ENV, PS_REPLICATION="2", PS_CHUNK_BYTES="0")
+    if leave_on_sigterm:
+        env["PS_LEAVE_ON_SIGTERM"] = "1"
+    nodes = job.start_by_hand(app, WORKERS, SERVERS, args, extra_env=env)
+    if not wait_until(lambda: all(f"worker {r} pid" in nodes[f"worker {r}"].text()
+                                  for r in range(WORKERS)), START_S):
+        raise AssertionError("the workers did not start")
+    time.sleep(ADD_AT_S)
+    return nodes
+
+
 def changed_while_another_stopped(app, f, add):
     """An add (add=True) or a leave of server 0 while server 1 is stopped until dead."""
     with Job() as job:
-        args = [f"--pushes={PUSHES}", f"--keys={KEYS}"]
-        env = dict(HEARTBEAT_ENV, PS_REPLICATION="2", PS_CHUNK_BYTES="0")
-        if not add:
-            env["PS_LEAVE_ON_SIGTERM"] = "1"
-        nodes = job.start_by_hand(app, WORKERS, SERVERS, args, extra_env=env)
+        nodes = start_counters(job, app, [f"--pushes={PUSHES}", f"--keys={KEYS}"],
+                               leave_on_sigterm=not add)
         scheduler = nodes["scheduler"]
-        if not wait_until(lambda: all(f"worker {r} pid" in nodes[f"worker {r}"].text()
-                                      for r in range(WORKERS)), START_S):
-            raise AssertionError("the workers did not start")
-        time.sleep(ADD_AT_S)
         stopped = nodes["server 1"]
         stopped.proc.send_signal(signal.SIGSTOP)
         stopped_at = time.time()
@@ -141,17 +150,8 @@ def added(app, f, how):
         save = os.path.join(job.tmp.name, "saved")
         os.makedirs(save)
         args = [f"--pushes={PUSHES}", f"--keys={KEYS}", f"--save_dir={save}"]
-        # Chunks are off: a value in chunks is striped over the ranks, which an added
-        # server would change for most of them (the catch-up refuses them).
-        env = dict(HEARTBEAT_ENV, PS_REPLICATION="2", PS_CHUNK_BYTES="0")
-        if remove:
-            env["PS_LEAVE_ON_SIGTERM"] = "1"
-        nodes = job.start_by_hand(app, WORKERS, SERVERS, args, extra_env=env)
+        nodes = start_counters(job, app, args, leave_on_sigterm=remove)
         scheduler = nodes["scheduler"]
-        if not wait_until(lambda: all(f"worker {r} pid" in nodes[f"worker {r}"].text()
-                                      for r in range(WORKERS)), START_S):
-            raise AssertionError("the workers did not start")
-        time.sleep(ADD_AT_S)
         template = nodes["server 0"]
         added_env = {k: v for k, v in template.env.items() if k != "PS_RANK"}
         new = []
