@@ -137,6 +137,10 @@ herdps_server_death_test(replication_replaced_then_another_killed_with_default_h
                          replication_test.py replaced_then_another_killed)
 set_tests_properties(integration.replication_replaced_then_another_killed_with_default_heartbeats
   PROPERTIES ENVIRONMENT HERDPS_TEST_HEARTBEAT_TIMEOUT=default)
+herdps_server_death_test(server_added_while_another_stopped_with_default_heartbeats
+                         server_added_test.py added_while_another_stopped)
+set_tests_properties(integration.server_added_while_another_stopped_with_default_heartbeats
+  PROPERTIES ENVIRONMENT HERDPS_TEST_HEARTBEAT_TIMEOUT=default)
 # apps/linear under BSP with PS_REPLICATION=2 finishes with a server killed mid-run, at
 # the loss of a run without the kill (a build without the apps has no linear).
 if(TARGET linear)
