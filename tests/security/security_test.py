@@ -40,7 +40,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -76,10 +75,13 @@ def new_key():
     return z85(secrets.token_bytes(32))
 
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "tracker"))
+import ports  # noqa: E402  (tracker/ports.py: a port no other process is handed meanwhile)
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return ports.free_port("127.0.0.1")
 
 
 class Proc:

@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,7 @@ REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tracker"))
 import launchers  # noqa: E402
 import node_entry  # noqa: E402
+import ports  # noqa: E402
 from test_launch import LAUNCH, LIMIT_S, NODE, marker_pids  # noqa: E402
 
 # The ssh launcher hands remote nodes only PS_* and DMLC_* variables: under
@@ -59,9 +59,7 @@ def hello_lines(workers):
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return str(s.getsockname()[1])
+    return str(ports.free_port("127.0.0.1"))
 
 
 def slurm_works():
