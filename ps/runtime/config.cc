@@ -257,6 +257,13 @@ Status ReadJobPolicy(const Getenv& getenv, Config* c) {
     if (!(s = ParseDouble("PS_REREPLICATE_AFTER", text, 0, 86400 * 365, &after)).ok()) return s;
     cfg.rereplicate_after_s = after;
   }
+  if ((text = Lookup(getenv, "PS_RING_CHANGE_TIMEOUT", nullptr))) {
+    double timeout = 0;
+    if (!(s = ParseDouble("PS_RING_CHANGE_TIMEOUT", text, 0, 86400 * 365, &timeout)).ok()) {
+      return s;
+    }
+    cfg.ring_change_timeout_s = timeout;
+  }
   if ((text = Lookup(getenv, "PS_LEAVE_ON_SIGTERM", nullptr))) {
     if (!(s = ParseBool("PS_LEAVE_ON_SIGTERM", text, &cfg.leave_on_sigterm)).ok()) return s;
   }
@@ -309,7 +316,8 @@ const char* const Config::kNames[] = {
     "PS_DROP_SEED", "PS_CONSISTENCY", "PS_KEY_PLACEMENT", "PS_CHUNK_BYTES", "PS_JOB_TOKEN",
     "PS_SECURE", "PS_CURVE_SECRET_KEY", "PS_CURVE_SECRET_KEY_FILE", "PS_SHM", "PS_SHM_BYTES",
     "PS_RECEIVE_IN_WAIT", "PS_KEY_ENCODING", "PS_KEY_CACHE_BYTES", "PS_CHECKPOINT_DIR",
-    "PS_CHECKPOINT_EVERY", "PS_REPLICATION", "PS_REREPLICATE_AFTER", "PS_LEAVE_ON_SIGTERM",
+    "PS_CHECKPOINT_EVERY", "PS_REPLICATION", "PS_REREPLICATE_AFTER", "PS_RING_CHANGE_TIMEOUT",
+    "PS_LEAVE_ON_SIGTERM",
     "PS_STALL_REPORT", "PS_METRICS_PORT",
     nullptr};
 

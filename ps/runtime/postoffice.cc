@@ -243,9 +243,10 @@ void Postoffice::InstallMembership(MembershipView view) {
       const Node* was = old->Find(n.id);
       if (n.state == Node::kDead && was && was->state == Node::kEntering && !finalizing_) {
         membership_.Publish(std::move(view));
-        GiveUp("this server was not added to the job: a server died while it caught up, "
-               "and the keys that one was to send it are served by others now; start it "
-               "again once the job has its servers back");
+        GiveUp("this server was not added to the job: the scheduler called its add off (a "
+               "server died while it caught up, or it did not hold its keys within "
+               "PS_RING_CHANGE_TIMEOUT; the scheduler's log says which); start it again "
+               "once every server of the job is live");
         return;
       }
       if (n.state == Node::kDead && !finalizing_) {

@@ -8,6 +8,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "ps/internal/postoffice.h"
@@ -90,6 +91,7 @@ bool SchedulerRole::AdmitAddedServer(const Node& joining, std::string* why) {
   postoffice_->van()->AdmitIdentity(n.identity);
   replacements_.insert(n.id);  // it joins a running job: no start barrier
   live_.insert(n.id);
+  add_started_ = Clock::now();
   Heard(n.id);
   ++view_.version;
   postoffice_->InstallMembership(view_);
@@ -131,8 +133,7 @@ void SchedulerRole::CallOffAdd(int id, const std::string& why) {
   if (!node) return;
   Node told = *node;
   LOG(ERROR) << "server " << told.rank << " (node " << id << ", " << told.endpoint << ") is "
-             << "not added: " << why << " while it caught up; it is told, and the ring stays "
-             << "as it was";
+             << "not added: " << why << "; it is told, and the ring stays as it was";
   // The others never list it again.
   told.state = Node::kDead;
   EraseFromTable(id);
@@ -140,6 +141,35 @@ void SchedulerRole::CallOffAdd(int id, const std::string& why) {
   live_.erase(id);
   replacements_.erase(id);
   called_off_[id] = told;  // told again if it asks (the word above may be lost)
+}
+
+void SchedulerRole::CallOffLateRingChange() {
+  const double deadline = RingChangeTimeoutSeconds(config_);
+  if (deadline <= 0 || postoffice_->finalizing_) return;
+  const auto late = [deadline](Clock::time_point since) {
+    return Clock::now() - since >= std::chrono::duration<double>(deadline);
+  };
+  const std::string within = " within PS_RING_CHANGE_TIMEOUT=" + SecondsText(deadline) + " s";
+  for (const Node& n : view_.nodes) {
+    if (n.role != Node::kServerRole || n.state != Node::kEntering || !late(add_started_)) {
+      continue;
+    }
+    CallOffAdd(n.id, "it did not hold its keys" + within + " (a live server did not send "
+                     "them all: one stopped, starved of CPU, or not running an "
+                     "OptimizerServer)");
+    ++view_.version;
+    postoffice_->InstallMembership(view_);
+    Broadcast();
+    ReleaseCompleteBarriers();
+    AdmitWaitingServer();
+    return;  // view_.nodes changed
+  }
+  if (leaving_ == kEmpty || leaving_ == view_.retiring || !late(leave_started_)) return;
+  CallOffLeave("not every live server said it holds its keys" + within);
+  ++view_.version;
+  postoffice_->InstallMembership(view_);
+  Broadcast();
+  AdmitWaitingServer();
 }
 
 void SchedulerRole::TellNotAdded(const Node& told, uint64_t version) {

@@ -17,24 +17,19 @@
 
 namespace ps {
 
-namespace {
-
-// How long a retire may take before it is called off and tried again later: its keys
-// travel at memory speed, so only a server that cannot take them (no OptimizerServer,
-// a message it refused) holds it this long.
-double RetireDeadlineSeconds(double heartbeat_timeout_s) {
-  return std::max(60.0, 10 * heartbeat_timeout_s);
-}
-
-}  // namespace
-
 void SchedulerRole::RetireLongDeadServer() {
   if (leaving_ != kEmpty && leaving_ == view_.retiring) {
-    const double deadline = RetireDeadlineSeconds(config_.heartbeat_timeout_s);
-    if (Clock::now() - retire_started_ < std::chrono::duration<double>(deadline)) return;
+    // Only a server that cannot take keys (no OptimizerServer, a message it refused), or
+    // one stopped, holds a retire this long.
+    const double deadline = RingChangeTimeoutSeconds(config_);
+    if (deadline <= 0 ||
+        Clock::now() - leave_started_ < std::chrono::duration<double>(deadline)) {
+      return;
+    }
     const int id = leaving_;
-    CallOffLeave("not every live server said it holds its keys within " +
-                 SecondsText(deadline) + " s; tried again PS_REREPLICATE_AFTER from now");
+    CallOffLeave("not every live server said it holds its keys within "
+                 "PS_RING_CHANGE_TIMEOUT=" + SecondsText(deadline) +
+                 " s; tried again PS_REREPLICATE_AFTER from now");
     dead_since_[id] = Clock::now();
     ++view_.version;
     postoffice_->InstallMembership(view_);
@@ -85,7 +80,6 @@ void SchedulerRole::RetireLongDeadServer() {
     return;
   }
   retire_waits_logged_.erase(dead->id);
-  retire_started_ = Clock::now();
   const int rank = dead->rank;
   const int id = dead->id;
   view_.retiring = id;

@@ -343,6 +343,7 @@ void SchedulerRole::CheckLiveness() {
     if (n && now - by_process[n->identity] > timeout_ns) silent.push_back(id);
   }
   for (int id : silent) MarkGone(id, Node::kDead);
+  CallOffLateRingChange();
   RetireLongDeadServer();
 }
 
@@ -362,7 +363,7 @@ void SchedulerRole::MarkGone(int id, Node::State state) {
   if (node && node->role == Node::kServerRole && state == Node::kDead) {
     // A server that enters catches up from every live one: with one dead, some of its
     // keys are served by another now, which did not send them. It is not added.
-    const std::string why = "server " + std::to_string(node->rank) + " died";
+    const std::string why = "server " + std::to_string(node->rank) + " died while it caught up";
     std::vector<int> entering;
     for (const Node& n : view_.nodes) {
       if (n.role == Node::kServerRole && n.state == Node::kEntering) entering.push_back(n.id);

@@ -78,8 +78,9 @@ class SchedulerRole {
   // An entering server died or left before it caught up: it leaves the table (it never
   // held a key), and the ring stays as it was.
   void DropEnteringServer(const Node& node, Node::State state);
-  // Another server is gone while server `id` enters: it leaves the table and is told
-  // (it gives up and exits 1; started again, it enters anew). The caller publishes.
+  // Server `id` enters and will not catch up (another server is gone, or its deadline
+  // passed; `why` says which): it leaves the table and is told (it gives up and exits 1;
+  // started again, it enters anew). The caller publishes.
   void CallOffAdd(int id, const std::string& why);
   // Tells `told` (out of the table, marked dead) that it was not added: the table of
   // `version` with it in.
@@ -106,6 +107,10 @@ class SchedulerRole {
   // table. A retire not done within its deadline is called off and tried again later.
   // Called with each liveness check.
   void RetireLongDeadServer();
+  // An add or a leave not done within RingChangeTimeoutSeconds is called off, as a death
+  // would (a retire has its own deadline, in RetireLongDeadServer); the leaving server
+  // asks again. Called with each liveness check.
+  void CallOffLateRingChange();
   // Tells server `id` it has left the job.
   void AnswerWithdrawn(int id);
 
@@ -177,7 +182,10 @@ class SchedulerRole {
   // said once to wait for a new server.
   std::map<int, Clock::time_point> dead_since_;
   std::set<int> retire_waits_logged_;
-  Clock::time_point retire_started_;  // of the retire under way (view_.retiring)
+  // When the ring change under way began: a leave's round or a retire (BeginLeaveRound),
+  // and a server's add (AdmitAddedServer).
+  Clock::time_point leave_started_;
+  Clock::time_point add_started_;
   // Servers waiting to be added while another one enters, by identity.
   std::map<std::string, Parked> waiting_adds_;
   // How many servers may be added to a running job over its life, and the rank the next

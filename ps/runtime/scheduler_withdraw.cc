@@ -63,6 +63,7 @@ void SchedulerRole::HandleWithdraw(const Message& msg) {
 
 void SchedulerRole::BeginLeaveRound(int id) {
   leaving_ = id;
+  leave_started_ = Clock::now();
   leave_receivers_.clear();
   leave_reported_.clear();
   for (const Node& n : view_.nodes) {

@@ -37,6 +37,17 @@ HOW is one of:
                     the leave off, server 0 serves its keys on (it asks again, and waits
                     while a server is dead), server 1's keys fail over, and the job goes
                     on: counts exact, no push fails, server 0 and the others exit 0.
+  added_while_another_stalls
+                    as added_while_another_stopped with the runtime's heartbeats (dead
+                    after 10 s) and PS_RING_CHANGE_TIMEOUT=2: the scheduler calls the add
+                    off at its deadline, with server 1 still stopped but not dead; server
+                    1 gets SIGCONT, the new server exits 1 saying why, and a fifth server
+                    started then is added (as server 4). Counts exact, no push fails,
+                    the others exit 0, no node declared dead.
+  removed_while_another_stalls
+                    as removed_while_another_stopped with those settings: the leave is
+                    called off at its deadline, server 1 gets SIGCONT, server 0 asks
+                    again and leaves, exiting 0. Counts exact, no push fails.
 
 Usage: server_added_test.py HOW APP
 """
@@ -76,12 +87,12 @@ def rates_around(worker_texts, at, before_s=1.0, after_s=1.0):
     return before, lowest
 
 
-def start_counters(job, app, args, leave_on_sigterm):
+def start_counters(job, app, args, leave_on_sigterm, env_over=None):
     """The counter workload on SERVERS servers and WORKERS workers started by hand, once
     the workers have pushed for ADD_AT_S. Chunks are off: a value in chunks is striped
     over the ranks, which an added server would change for most of them (the catch-up
-    refuses them). Returns the nodes by name."""
-    env = dict(HEARTBEAT_ENV, PS_REPLICATION="2", PS_CHUNK_BYTES="0")
+    refuses them). env_over: settings over the test's. Returns the nodes by name."""
+    env = dict(HEARTBEAT_ENV, PS_REPLICATION="2", PS_CHUNK_BYTES="0", **(env_over or {}))
     if leave_on_sigterm:
         env["PS_LEAVE_ON_SIGTERM"] = "1"
     nodes = job.start_by_hand(app, WORKERS, SERVERS, args, extra_env=env)
@@ -141,6 +152,80 @@ def changed_while_another_stopped(app, f, add):
         stopped.kill()
         check_counts(f, [nodes[f"worker {r}"].text() for r in range(WORKERS)], pushes)
         for p in others:
+            f.expect(p.proc.returncode == 0, f"{p.name} exited {p.proc.returncode}, not 0")
+        left = job.left()
+        f.expect(left == [], f"processes left: {left}")
+
+
+def changed_while_another_stalls(app, f, add):
+    """An add (add=True) or a leave of server 0 while server 1 is stopped past the ring
+    change's deadline (PS_RING_CHANGE_TIMEOUT), but not until it is declared dead: the
+    runtime's own heartbeats (dead after 10 s of silence)."""
+    deadline_s = 2
+    env = {"PS_HEARTBEAT_INTERVAL": "1", "PS_HEARTBEAT_TIMEOUT": "10",
+           "PS_RING_CHANGE_TIMEOUT": str(deadline_s)}
+    pushes = 12000  # ~1 ms apart: past the call-off and the second try
+    with Job() as job:
+        nodes = start_counters(job, app, [f"--pushes={pushes}", f"--keys={KEYS}"],
+                               leave_on_sigterm=not add, env_over=env)
+        scheduler = nodes["scheduler"]
+        stopped = nodes["server 1"]
+        template = nodes["server 0"]
+        added_env = {k: v for k, v in template.env.items() if k != "PS_RANK"}
+        stopped.proc.send_signal(signal.SIGSTOP)
+        stopped_at = time.time()
+        within = rf"within PS_RING_CHANGE_TIMEOUT={deadline_s} s"
+        new = []
+        if add:
+            new.append(Process("added server", template.cmd, added_env, job.tmp.name))
+            job.procs.append(new[-1])
+            called_off = (r"server 3 \(node 14, [^)]*\) is not added: it did not hold its "
+                          rf"keys {within}")
+        else:
+            nodes["server 0"].proc.send_signal(signal.SIGTERM)
+            called_off = (r"server 0's leave is called off \(not every live server said it "
+                          rf"holds its keys {within}\)")
+        what = "add" if add else "leave"
+        off = f.expect(wait_until(lambda: re.search(called_off, scheduler.text()), 30),
+                       f"the scheduler did not call the {what} off at its deadline")
+        stopped.proc.send_signal(signal.SIGCONT)
+        stopped_for = time.time() - stopped_at
+        if not off:
+            return
+        print(f"the {what} was called off; server 1 ran again {stopped_for:.2f} s after it "
+              "was stopped")
+        f.expect(stopped_for < 8, f"server 1 was stopped for {stopped_for:.2f} s: too close "
+                 "to PS_HEARTBEAT_TIMEOUT=10 to tell a deadline from a death")
+        f.expect(not re.search(r"declared dead", scheduler.text()),
+                 "the scheduler declared a node dead")
+        f.expect(all(nodes[f"worker {r}"].poll() is None for r in range(WORKERS)),
+                 f"the workers had finished before the {what} was called off: the test "
+                 "exercised nothing")
+        if add:
+            f.expect(wait_exits(new, 30), "the server not added did not exit")
+            f.expect(new[0].proc.returncode == 1,
+                     f"the server not added exited {new[0].proc.returncode}, not 1")
+            f.expect("this server was not added to the job" in new[0].text(),
+                     "the server not added did not say why it exits")
+            # The job grows once its servers all run: a second try is added (rank 4: the
+            # rank of a server not added is not given again).
+            again = Process("added again", template.cmd, added_env, job.tmp.name)
+            job.procs.append(again)
+            done = r"server 4 \(node 16\) caught up"
+        else:
+            again = None
+            done = r"server 0 \(node 8\) left the job"
+        if not f.expect(wait_until(lambda: re.search(done, scheduler.text()), 60),
+                        "the second try did not finish: " + done):
+            return
+        print(f"the second try finished {time.time() - stopped_at:.2f} s after the stop")
+        f.expect(all(nodes[f"worker {r}"].poll() is None for r in range(WORKERS)),
+                 "the workers had finished before the second try: the test exercised nothing")
+        everyone = list(nodes.values()) + ([again] if again else [])
+        if not wait_exits(everyone, 120):
+            raise AssertionError("the job did not finish")
+        check_counts(f, [nodes[f"worker {r}"].text() for r in range(WORKERS)], pushes)
+        for p in everyone:
             f.expect(p.proc.returncode == 0, f"{p.name} exited {p.proc.returncode}, not 0")
         left = job.left()
         f.expect(left == [], f"processes left: {left}")
@@ -269,11 +354,15 @@ def added(app, f, how):
 
 def main():
     hows = ("added_by_hand", "added_twice", "added_then_removed",
-            "added_while_another_stopped", "removed_while_another_stopped")
+            "added_while_another_stopped", "removed_while_another_stopped",
+            "added_while_another_stalls", "removed_while_another_stalls")
     if len(sys.argv) != 3 or sys.argv[1] not in hows:
         print(__doc__, file=sys.stderr)
         return 2
     how, app = sys.argv[1], os.path.realpath(sys.argv[2])
+    if how.endswith("_while_another_stalls"):
+        add = how.startswith("added")
+        return run_checks(lambda f: changed_while_another_stalls(app, f, add))
     if how.endswith("_while_another_stopped"):
         add = how.startswith("added")
         return run_checks(lambda f: changed_while_another_stopped(app, f, add))

@@ -628,6 +628,29 @@ TEST(Config, ReplicationDefaultsToOneAndIsAtMostTheServers) {
   }
 }
 
+TEST(Config, RingChangeTimeoutDefaultsToTenHeartbeatTimeoutsAtLeastAMinuteAndIsRead) {
+  Config c;
+  ASSERT_TRUE(Load(RequiredEnv(), &c).ok());
+  EXPECT_LT(c.ring_change_timeout_s, 0);  // unset
+  EXPECT_EQ(RingChangeTimeoutSeconds(c), 100);  // 10 heartbeat timeouts of 10 s
+  Env env = RequiredEnv();
+  env["PS_HEARTBEAT_TIMEOUT"] = "3";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_EQ(RingChangeTimeoutSeconds(c), 60);
+  env["PS_RING_CHANGE_TIMEOUT"] = "2.5";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_EQ(RingChangeTimeoutSeconds(c), 2.5);
+  env["PS_RING_CHANGE_TIMEOUT"] = "0";  // never
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_EQ(RingChangeTimeoutSeconds(c), 0);
+  for (const char* bad : {"-1", "soon", "1e9"}) {
+    env["PS_RING_CHANGE_TIMEOUT"] = bad;
+    Status s = Load(env, &c);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << bad;
+    EXPECT_TRUE(Contains(s, "PS_RING_CHANGE_TIMEOUT")) << s.ToString();
+  }
+}
+
 TEST(Config, CheckpointsAreOffUnlessAFolderIsNamed) {
   Config c;
   ASSERT_TRUE(Load(RequiredEnv(), &c).ok());

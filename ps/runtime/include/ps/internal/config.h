@@ -121,6 +121,12 @@ struct Config {
   // until each is on PS_REPLICATION servers again, and it leaves the table. 0: never.
   // Only the scheduler's counts.
   double rereplicate_after_s = 30;
+  // PS_RING_CHANGE_TIMEOUT: how long (seconds) a ring change may take before the
+  // scheduler calls it off: a server added that does not hold its keys by then is not
+  // added, a leave or a dead server's re-replication is called off (and asked or tried
+  // again). Negative: unset, RingChangeTimeoutSeconds's default; 0: never. Only the
+  // scheduler's counts.
+  double ring_change_timeout_s = -1;
   // PS_LEAVE_ON_SIGTERM: a server that gets SIGTERM leaves the running job gracefully
   // (Postoffice::Withdraw: its keys move to the others first) instead of dying; a
   // second SIGTERM ends it at once. Off by default.
@@ -158,6 +164,15 @@ struct Config {
   // Every environment variable FromEnvironment reads (docs list the same).
   static const char* const kNames[];
 };
+
+// The ring change deadline config names: PS_RING_CHANGE_TIMEOUT, or when unset 10
+// PS_HEARTBEAT_TIMEOUTs, at least 60 s (100 s with the default heartbeats; keys move at the speed of memory or of
+// the network: a catch-up that takes this long is one that cannot finish, or one of
+// servers that hold tens of GB, which need more). 0: never.
+inline double RingChangeTimeoutSeconds(const Config& config) {
+  if (config.ring_change_timeout_s >= 0) return config.ring_change_timeout_s;
+  return 10 * config.heartbeat_timeout_s > 60 ? 10 * config.heartbeat_timeout_s : 60;
+}
 
 // A node whose liveness checks (every fraction of a second) find that this much time
 // passed since the last one did not run meanwhile (it was stopped, or starved of CPU):
