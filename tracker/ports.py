@@ -7,8 +7,10 @@ also takes from for every other bind to port 0 and for the local end of every ou
 connection: in between, a server or worker of another job on the host, or any client,
 can be handed the same port, and the scheduler then fails with "Address already in
 use". So the port is picked at random below that range, where only processes that name a
-port bind, and checked free there.
+port bind, and checked free there on every address of the host (a scheduler may bind
+0.0.0.0).
 """
+import errno
 import random
 import socket
 
@@ -16,6 +18,8 @@ import socket
 LOWEST = 10000
 ATTEMPTS = 200
 RANGE_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
+# Errors that say a port is not free (another process has it, or it is reserved).
+TAKEN = (errno.EADDRINUSE, errno.EACCES)
 
 
 def kernel_range(path=RANGE_FILE):
@@ -28,26 +32,31 @@ def kernel_range(path=RANGE_FILE):
         return None
 
 
-def bindable(host, port):
-    """Whether a TCP socket can bind (host, port) now."""
+def bindable(address, port):
+    """Whether a TCP socket can bind (address, port) now; address is numeric. Raises
+    OSError for errors other than a taken port."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         try:
-            s.bind((host, port))
-        except OSError:
-            return False
+            s.bind((address, port))
+        except OSError as e:
+            if e.errno in TAKEN:
+                return False
+            raise
     return True
 
 
 def free_port(host, path=RANGE_FILE, rng=random):
-    """A port that host can bind now, below the kernel's own range when that range leaves
-    room (else one the kernel picks, as before). Raises OSError when host cannot be bound
-    at all."""
+    """A port free now on host and on every address of this host, below the kernel's own
+    range when that range leaves room (else one the kernel picks). Raises OSError at once
+    when host does not resolve or cannot be bound at all."""
+    address = socket.getaddrinfo(host, None, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((address, 0))  # not this host's address: an error here, once
+        kernel_pick = s.getsockname()[1]
     taken = kernel_range(path)
     if taken is not None and taken[0] > LOWEST + ATTEMPTS:
         for _ in range(ATTEMPTS):
             port = rng.randrange(LOWEST, taken[0])
-            if bindable(host, port):
+            if bindable("0.0.0.0", port) and bindable(address, port):
                 return port
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    return kernel_pick

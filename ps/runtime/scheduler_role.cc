@@ -325,6 +325,11 @@ void SchedulerRole::CheckLiveness() {
                  << " s (it was stopped, or starved of CPU); every node gets a new "
                     "PS_HEARTBEAT_TIMEOUT to be heard from";
     for (int id : live_) heard[id].store(now, std::memory_order_relaxed);
+    // And the ring change under way as much more time (PS_RING_CHANGE_TIMEOUT).
+    const auto lost = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(gap));
+    add_started_ += lost;
+    leave_started_ += lost;
     return;
   }
   // The workers of one process (instances) live and die with it: whatever one of them

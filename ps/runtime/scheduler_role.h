@@ -108,8 +108,8 @@ class SchedulerRole {
   // Called with each liveness check.
   void RetireLongDeadServer();
   // An add or a leave not done within RingChangeTimeoutSeconds is called off, as a death
-  // would (a retire has its own deadline, in RetireLongDeadServer); the leaving server
-  // asks again. Called with each liveness check.
+  // would (RetireLongDeadServer calls a retire off at the same deadline, and tries it
+  // again later); the leaving server asks again. Called with each liveness check.
   void CallOffLateRingChange();
   // Tells server `id` it has left the job.
   void AnswerWithdrawn(int id);

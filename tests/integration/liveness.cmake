@@ -124,7 +124,7 @@ herdps_server_death_test(server_added_while_another_stopped server_added_test.py
 # once the stopped one is declared dead; the leaving server serves on and exits 0.
 herdps_server_death_test(server_removed_while_another_stopped server_added_test.py
                          removed_while_another_stopped)
-# The same with server 1 stopped past PS_RING_CHANGE_TIMEOUT=2 but not dead (the
+# The same with server 1 stopped past PS_RING_CHANGE_TIMEOUT=3 but not dead (the
 # runtime's heartbeats): the add, or the leave, is called off at its deadline; server 1
 # runs again, and a new server is added, or server 0 asks again and leaves.
 herdps_server_death_test(server_added_while_another_stalls server_added_test.py

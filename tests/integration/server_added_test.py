@@ -39,7 +39,7 @@ HOW is one of:
                     on: counts exact, no push fails, server 0 and the others exit 0.
   added_while_another_stalls
                     as added_while_another_stopped with the runtime's heartbeats (dead
-                    after 10 s) and PS_RING_CHANGE_TIMEOUT=2: the scheduler calls the add
+                    after 10 s) and PS_RING_CHANGE_TIMEOUT=3: the scheduler calls the add
                     off at its deadline, with server 1 still stopped but not dead; server
                     1 gets SIGCONT, the new server exits 1 saying why, and a fifth server
                     started then is added (as server 4). Counts exact, no push fails,
@@ -157,11 +157,22 @@ def changed_while_another_stopped(app, f, add):
         f.expect(left == [], f"processes left: {left}")
 
 
+def logged_at(text, pattern):
+    """The time of day, in seconds, of the first glog line of text that matches pattern;
+    None when none does."""
+    for line in text.splitlines():
+        if re.search(pattern, line):
+            m = re.match(r"[IWEF]\d{8} (\d\d):(\d\d):(\d\d\.\d+) ", line)
+            if m:
+                return int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
+    return None
+
+
 def changed_while_another_stalls(app, f, add):
     """An add (add=True) or a leave of server 0 while server 1 is stopped past the ring
     change's deadline (PS_RING_CHANGE_TIMEOUT), but not until it is declared dead: the
     runtime's own heartbeats (dead after 10 s of silence)."""
-    deadline_s = 2
+    deadline_s = 3
     env = {"PS_HEARTBEAT_INTERVAL": "1", "PS_HEARTBEAT_TIMEOUT": "10",
            "PS_RING_CHANGE_TIMEOUT": str(deadline_s)}
     pushes = 12000  # ~1 ms apart: past the call-off and the second try
@@ -181,10 +192,12 @@ def changed_while_another_stalls(app, f, add):
             job.procs.append(new[-1])
             called_off = (r"server 3 \(node 14, [^)]*\) is not added: it did not hold its "
                           rf"keys {within}")
+            began = r"server 3 \(node 14\) at \S+ is added to the job"
         else:
             nodes["server 0"].proc.send_signal(signal.SIGTERM)
             called_off = (r"server 0's leave is called off \(not every live server said it "
                           rf"holds its keys {within}\)")
+            began = r"server 0 asks to leave the job: it is leaving"
         what = "add" if add else "leave"
         off = f.expect(wait_until(lambda: re.search(called_off, scheduler.text()), 30),
                        f"the scheduler did not call the {what} off at its deadline")
@@ -196,6 +209,12 @@ def changed_while_another_stalls(app, f, add):
               "was stopped")
         f.expect(stopped_for < 8, f"server 1 was stopped for {stopped_for:.2f} s: too close "
                  "to PS_HEARTBEAT_TIMEOUT=10 to tell a deadline from a death")
+        start, end = logged_at(scheduler.text(), began), logged_at(scheduler.text(), called_off)
+        if f.expect(start is not None and end is not None,
+                    f"the scheduler did not log when the {what} began and ended"):
+            print(f"the {what} began, and was called off {end - start:.2f} s later")
+            f.expect(end - start >= deadline_s, f"the {what} was called off "
+                     f"{end - start:.2f} s after it began, before its deadline")
         f.expect(not re.search(r"declared dead", scheduler.text()),
                  "the scheduler declared a node dead")
         f.expect(all(nodes[f"worker {r}"].poll() is None for r in range(WORKERS)),

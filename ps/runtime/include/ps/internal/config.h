@@ -166,9 +166,10 @@ struct Config {
 };
 
 // The ring change deadline config names: PS_RING_CHANGE_TIMEOUT, or when unset 10
-// PS_HEARTBEAT_TIMEOUTs, at least 60 s (100 s with the default heartbeats; keys move at the speed of memory or of
-// the network: a catch-up that takes this long is one that cannot finish, or one of
-// servers that hold tens of GB, which need more). 0: never.
+// PS_HEARTBEAT_TIMEOUTs, at least 60 s (100 s with the default heartbeats). Keys move at
+// the speed of memory or of the network: a catch-up that takes this long is one that
+// cannot finish, or one of servers that hold tens of GB, which need more. 0: never (so
+// is a job without liveness checks, PS_HEARTBEAT_INTERVAL=0).
 inline double RingChangeTimeoutSeconds(const Config& config) {
   if (config.ring_change_timeout_s >= 0) return config.ring_change_timeout_s;
   return 10 * config.heartbeat_timeout_s > 60 ? 10 * config.heartbeat_timeout_s : 60;
