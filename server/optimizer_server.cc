@@ -299,6 +299,8 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
   // Read here, not at construction: an OptimizerServer may be made before ps::Start.
   if (meta.push && meta.replica_of < 0 && Postoffice::Get()->replication() >= 2) {
     copies = PlanReplicaCopies(meta, data);
+  } else if (meta.push && !catch_up_sending_.empty()) {
+    copies = PlanCatchUpForwards(meta, data);  // a late copy of a push on keys sent in slices
   }
   int threads = static_cast<int>(shards_.size());
   std::vector<int> targets;

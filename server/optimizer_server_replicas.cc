@@ -27,7 +27,6 @@ namespace ps {
 
 std::vector<Message> OptimizerServer::PlanReplicaCopies(const KVMeta& meta,
                                                        const KVPairs<float>& data) {
-  std::vector<Message> copies;
   Postoffice* po = Postoffice::Get();
   const MembershipView* view = po->membership();
   const ConsistentHashRing& ring = view->ring;
@@ -69,6 +68,16 @@ std::vector<Message> OptimizerServer::PlanReplicaCopies(const KVMeta& meta,
       by_replica[rank].push_back(static_cast<uint32_t>(i));
     }
   }
+  return CopiesFor(meta, data, by_replica);
+}
+
+std::vector<Message> OptimizerServer::CopiesFor(
+    const KVMeta& meta, const KVPairs<float>& data,
+    const std::vector<std::vector<uint32_t>>& by_replica) {
+  std::vector<Message> copies;
+  const size_t n = data.keys.size();
+  const int me = Postoffice::Get()->my_rank();
+  const bool sent_on = meta.replica_of >= 0;
   std::vector<size_t> offsets;
   const size_t width = data.lens.empty() && n ? data.vals.size() / n : 0;
   if (!data.lens.empty()) offsets = ValueOffsets(data.lens.data(), n);
@@ -107,12 +116,13 @@ std::vector<Message> OptimizerServer::PlanReplicaCopies(const KVMeta& meta,
     copy.meta.chunk = meta.chunk;
     copy.meta.chunk_offset = meta.chunk_offset;
     copy.meta.value_len = meta.value_len;
-    copy.meta.replica_of = meta.sender;
-    copy.meta.origin_request = meta.request_id;
-    copy.meta.origin_customer = meta.customer_id;
+    copy.meta.replica_of = sent_on ? meta.replica_of : meta.sender;
+    copy.meta.origin_request = sent_on ? meta.origin_request : meta.request_id;
+    copy.meta.origin_customer = sent_on ? meta.origin_customer : meta.customer_id;
     copy.meta.resent = meta.resent;
-    copy.meta.first_server = meta.resent ? meta.first_server : me;
-    copy.meta.first_part = meta.resent ? meta.first_part : static_cast<int64_t>(meta.part);
+    copy.meta.first_server = meta.resent || sent_on ? meta.first_server : me;
+    copy.meta.first_part =
+        meta.resent || sent_on ? meta.first_part : static_cast<int64_t>(meta.part);
     copy.meta.recipient = Postoffice::ServerRankToID(static_cast<int>(rank));
     AppendKVPairs(part, &copy);
     copies.push_back(std::move(copy));

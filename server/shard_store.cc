@@ -304,19 +304,35 @@ CheckpointRecord ShardStore::RecordOf(const StoreKey& key, const float* values, 
   return r;
 }
 
-void ShardStore::CatchUpRecords(const std::function<bool(const StoreKey&)>& keep,
-                                std::vector<CatchUpRecord>* out) const {
-  ForEachStored([&](const StoreKey& key, const float* values, uint32_t len, uint32_t steps) {
-    if (!keep(key)) return;
+void ShardStore::KeysWhere(const std::function<bool(const StoreKey&)>& keep,
+                           std::vector<StoreKey>* out) const {
+  ForEachStored([&](const StoreKey& key, const float*, uint32_t, uint32_t) {
+    if (keep(key)) out->push_back(key);
+  });
+}
+
+void ShardStore::CatchUpRecordsOf(const StoreKey* keys, size_t n,
+                                  std::vector<CatchUpRecord>* out) {
+  for (size_t i = 0; i < n; ++i) {
+    StoreKey key = keys[i];
+    Slot slot;
+    if (!FindExisting(key, &slot)) continue;
+    if (key.chunk >= 0) {
+      // Its layout now: erased and pushed again since the list was made, it may be
+      // another.
+      const ChunkSlot& c = chunks_.at(key);
+      key.chunk_offset = c.chunk_offset;
+      key.value_len = c.value_len;
+    }
     CatchUpRecord r;
-    r.record = RecordOf(key, values, len, steps);
+    r.record = RecordOf(key, slot.values, slot.len, *slot.steps);
     for (const auto& [clock, by_key] : rounds_) {
       auto it = by_key.find(key);
       if (it == by_key.end() || it->second.count == 0) continue;
       r.rounds.push_back(OpenRound{clock, it->second.count, it->second.sum});
     }
     out->push_back(std::move(r));
-  });
+  }
 }
 
 Status ShardStore::RestoreCatchUp(const CatchUpRecord& r) {

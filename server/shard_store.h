@@ -174,10 +174,13 @@ class ShardStore {
   // Sets a key to exactly the record's values and state, and its step count to the
   // record's clamped to [0, kMaxSteps].
   Status Restore(const CheckpointRecord& record);
-  // Catch-up (replication): appends the record of every stored key or chunk for which
-  // `keep` is true, with the pushes held for it in open rounds.
-  void CatchUpRecords(const std::function<bool(const StoreKey&)>& keep,
-                      std::vector<CatchUpRecord>* out) const;
+  // Catch-up (replication): appends every stored key or chunk for which `keep` is true
+  // (a chunk with its layout).
+  void KeysWhere(const std::function<bool(const StoreKey&)>& keep,
+                 std::vector<StoreKey>* out) const;
+  // Appends the record of each of `keys` that is still stored, in their order, with the
+  // pushes held for it in open rounds. A key erased since it was listed is skipped.
+  void CatchUpRecordsOf(const StoreKey* keys, size_t n, std::vector<CatchUpRecord>* out);
   // Sets a key as Restore does, and its open rounds to the record's (its own dropped:
   // the sender's state holds what they held). A round of a clock this store has closed
   // already is applied at once, as CloseRounds would have.

@@ -264,6 +264,15 @@ Status ReadJobPolicy(const Getenv& getenv, Config* c) {
     }
     cfg.ring_change_timeout_s = timeout;
   }
+  if ((text = Lookup(getenv, "PS_CATCH_UP_RATE", nullptr))) {
+    if (!(s = ParseDouble("PS_CATCH_UP_RATE", text, 0, 1e6, &cfg.catch_up_rate_mb)).ok()) {
+      return s;
+    }
+    if (cfg.catch_up_rate_mb > 0 && cfg.catch_up_rate_mb < 0.001) {
+      return Status::InvalidArgument("PS_CATCH_UP_RATE=" + std::string(text) +
+                                     ": expected 0 (no bound) or 0.001 (1 kB/s) to 1000000");
+    }
+  }
   if ((text = Lookup(getenv, "PS_LEAVE_ON_SIGTERM", nullptr))) {
     if (!(s = ParseBool("PS_LEAVE_ON_SIGTERM", text, &cfg.leave_on_sigterm)).ok()) return s;
   }
@@ -317,6 +326,7 @@ const char* const Config::kNames[] = {
     "PS_SECURE", "PS_CURVE_SECRET_KEY", "PS_CURVE_SECRET_KEY_FILE", "PS_SHM", "PS_SHM_BYTES",
     "PS_RECEIVE_IN_WAIT", "PS_KEY_ENCODING", "PS_KEY_CACHE_BYTES", "PS_CHECKPOINT_DIR",
     "PS_CHECKPOINT_EVERY", "PS_REPLICATION", "PS_REREPLICATE_AFTER", "PS_RING_CHANGE_TIMEOUT",
+    "PS_CATCH_UP_RATE",
     "PS_LEAVE_ON_SIGTERM",
     "PS_STALL_REPORT", "PS_METRICS_PORT",
     nullptr};

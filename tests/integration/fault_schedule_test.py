@@ -24,7 +24,8 @@ SCHEDULE is one of:
           0), SIGKILL with a new server in its place, or SIGKILL and no new server (its
           keys are re-replicated, PS_REREPLICATE_AFTER=1, and it leaves the table); the
           job keeps 3 to 5 servers (PS_CHUNK_BYTES=0, as a job whose servers change
-          needs).
+          needs). Catch-ups go at PS_CATCH_UP_RATE=0.001 (1 kB/s: a key per
+          slice), so that pushes, copies and faults come between their slices.
           As mixed, every node loses 2% of what it receives, 16 pushes in flight.
   cuts    4 faults, each drawn: a server's network cable pulled for 10-50% of
           PS_HEARTBEAT_TIMEOUT, then plugged back in (nobody dies); or pulled until the
@@ -68,6 +69,9 @@ FAULTS = {"kills": 3, "stops": 3, "mixed": 4, "elastic": 5, "cuts": 4}
 SERVER_HOSTS = ("a", "b", "c")
 JOB_HOST = "d"
 LOSSY = ("mixed", "elastic")
+# Elastic: the keys of every ring change go a key per slice, about 30 ms apart, so that
+# pushes, copies and faults come between the slices of one catch-up.
+CATCH_UP_RATE_MB = "0.001"
 TIMEOUT_S = float(HEARTBEAT_ENV["PS_HEARTBEAT_TIMEOUT"])
 
 
@@ -161,7 +165,8 @@ def run_one(schedule, seed, app, f, net=None):
         if schedule == "elastic":
             # Values are never chunked here (one float per key); a job whose servers
             # change must say so.
-            env.update(PS_LEAVE_ON_SIGTERM="1", PS_CHUNK_BYTES="0", PS_REREPLICATE_AFTER="1")
+            env.update(PS_LEAVE_ON_SIGTERM="1", PS_CHUNK_BYTES="0", PS_REREPLICATE_AFTER="1",
+                       PS_CATCH_UP_RATE=CATCH_UP_RATE_MB)
         pushes = PUSHES[schedule]
         args = [f"--pushes={pushes}", f"--keys={KEYS}", f"--window={WINDOW[schedule]}"]
         node_env, node_prefix = on_hosts(net) if net else (None, None)

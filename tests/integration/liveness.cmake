@@ -112,6 +112,9 @@ herdps_server_death_test(replication_rereplicated_then_another_killed replicatio
 # catches up the keys the grown ring gives it while the pushes go on, then the ring
 # places keys on it; nothing lost or applied twice (server_added_test.py).
 herdps_server_death_test(server_added_twice server_added_test.py added_twice)
+# A server added with PS_CATCH_UP_RATE=0.01: the keys go to it in paced slices while the
+# pushes go on; nothing lost or applied twice, the copies identical.
+herdps_server_death_test(server_added_throttled server_added_test.py added_throttled)
 # A server added, then another one leaving gracefully on SIGTERM (PS_LEAVE_ON_SIGTERM=1):
 # the others take its keys over while it serves them, it exits 0, nothing is lost.
 herdps_server_death_test(server_added_then_removed server_added_test.py added_then_removed)

@@ -14,6 +14,11 @@ HOW is one of:
                     and the workers' throughput around the move. With --save_dir, every
                     key the new server holds came in the catch-up and equals its copy on
                     another server, bit for bit.
+  added_throttled   as added_by_hand with PS_CATCH_UP_RATE=0.01 (10 kB/s): each live
+                    server sends the new one its keys in slices of about 100 bytes, paced;
+                    the pushes go on meanwhile. Besides added_by_hand's checks, every
+                    sender sent more than 10 messages and took at least 0.8 times its
+                    bytes over the rate.
   added_twice       as added_by_hand with two servers started at once: one enters, the
                     other waits until it holds its keys, then enters too (5 servers).
   added_then_removed
@@ -250,14 +255,19 @@ def changed_while_another_stalls(app, f, add):
         f.expect(left == [], f"processes left: {left}")
 
 
+CATCH_UP_RATE_MB = 0.01
+
+
 def added(app, f, how):
     count = 2 if how == "added_twice" else 1
     remove = how == "added_then_removed"
+    throttled = how == "added_throttled"
     with Job() as job:
         save = os.path.join(job.tmp.name, "saved")
         os.makedirs(save)
         args = [f"--pushes={PUSHES}", f"--keys={KEYS}", f"--save_dir={save}"]
-        nodes = start_counters(job, app, args, leave_on_sigterm=remove)
+        env = {"PS_CATCH_UP_RATE": str(CATCH_UP_RATE_MB)} if throttled else {}
+        nodes = start_counters(job, app, args, leave_on_sigterm=remove, env_over=env)
         scheduler = nodes["scheduler"]
         template = nodes["server 0"]
         added_env = {k: v for k, v in template.env.items() if k != "PS_RANK"}
@@ -316,6 +326,20 @@ def added(app, f, how):
                   f"{1 / total:.3f}), to servers {sorted(leave_sent)}")
             f.expect(0 < moved < KEYS, f"{moved} keys moved when server 0 left")
             f.expect(0 not in leave_sent, "the leaving server was sent keys")
+        if throttled:
+            sends = [(int(n), int(b), int(m), float(t)) for p in everyone for n, b, m, t in
+                     re.findall(r"sent server 3 the (\d+) keys it holds with this one \((\d+) "
+                                r"bytes\) and \d+ pushes taken once, in (\d+) messages over "
+                                r"([\d.e-]+) s", p.text())]
+            f.expect(len(sends) == SERVERS, f"{len(sends)} servers said what they sent, not "
+                     f"{SERVERS}")
+            for keys, sent_bytes, messages, took in sends:
+                least = 0.8 * sent_bytes / (CATCH_UP_RATE_MB * 1e6)
+                print(f"a sender: {keys} keys, {sent_bytes} bytes in {messages} messages over "
+                      f"{took:.2f} s (at {CATCH_UP_RATE_MB} MB/s: at least {least:.2f} s)")
+                f.expect(messages > 10, f"{messages} messages: the keys were not sliced")
+                f.expect(took >= least, f"{sent_bytes} bytes in {took:.2f} s: faster than "
+                         f"{CATCH_UP_RATE_MB} MB/s")
         servers_before = SERVERS
         for rank in ranks:
             pattern = rf"sent server {rank} the (\d+) keys it holds with this one"
@@ -372,7 +396,7 @@ def added(app, f, how):
 
 
 def main():
-    hows = ("added_by_hand", "added_twice", "added_then_removed",
+    hows = ("added_by_hand", "added_throttled", "added_twice", "added_then_removed",
             "added_while_another_stopped", "removed_while_another_stopped",
             "added_while_another_stalls", "removed_while_another_stalls")
     if len(sys.argv) != 3 or sys.argv[1] not in hows:

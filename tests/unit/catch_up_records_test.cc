@@ -162,8 +162,10 @@ class CatchUpStoreTest : public ::testing::Test {
     return std::vector<float>(slot.values, slot.values + slot.len);
   }
   std::vector<CatchUpRecord> Records(const std::function<bool(const StoreKey&)>& keep) {
+    std::vector<StoreKey> keys;
+    sender_->KeysWhere(keep, &keys);
     std::vector<CatchUpRecord> out;
-    sender_->CatchUpRecords(keep, &out);
+    sender_->CatchUpRecordsOf(keys.data(), keys.size(), &out);
     return out;
   }
   std::unique_ptr<Optimizer> optimizer_;
@@ -180,6 +182,25 @@ TEST_F(CatchUpStoreTest, OnlyTheKeptKeysGoWithTheirOpenRounds) {
   ASSERT_EQ(records[0].rounds.size(), 2u);
   EXPECT_EQ(records[0].rounds[0].clock, 0);
   EXPECT_EQ(records[0].rounds[1].sum, std::vector<float>{6});
+}
+
+TEST_F(CatchUpStoreTest, RecordsAreTakenWhenAskedForNotWhenTheKeysWereListed) {
+  // A catch-up lists its keys first and takes their records a slice at a time: a key
+  // pushed in between goes with that push, one erased in between does not go.
+  ASSERT_TRUE(Push(*sender_, 1, {2}, 0).ok());
+  ASSERT_TRUE(Push(*sender_, 2, {4}, 0).ok());
+  std::vector<StoreKey> keys;
+  sender_->KeysWhere([](const StoreKey&) { return true; }, &keys);
+  ASSERT_EQ(keys.size(), 2u);
+  ASSERT_TRUE(Push(*sender_, 2, {6}, 0).ok());
+  ASSERT_TRUE(sender_->Erase(StoreKey{1}).ok());
+  std::vector<CatchUpRecord> out;
+  sender_->CatchUpRecordsOf(keys.data(), keys.size(), &out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].record.key, 2u);
+  ASSERT_EQ(out[0].rounds.size(), 1u);
+  EXPECT_EQ(out[0].rounds[0].pushes, 2u);
+  EXPECT_EQ(out[0].rounds[0].sum, std::vector<float>{10});
 }
 
 TEST_F(CatchUpStoreTest, TheSendersStateReplacesCopiesTakenBeforeItAndRoundsCloseOnce) {

@@ -651,6 +651,25 @@ TEST(Config, RingChangeTimeoutDefaultsToTenHeartbeatTimeoutsAtLeastAMinuteAndIsR
   }
 }
 
+TEST(Config, CatchUpRateDefaultsTo256MegabytesASecondAndIsRead) {
+  Config c;
+  ASSERT_TRUE(Load(RequiredEnv(), &c).ok());
+  EXPECT_EQ(c.catch_up_rate_mb, 256);
+  Env env = RequiredEnv();
+  env["PS_CATCH_UP_RATE"] = "0.01";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_EQ(c.catch_up_rate_mb, 0.01);
+  env["PS_CATCH_UP_RATE"] = "0";  // no bound
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_EQ(c.catch_up_rate_mb, 0);
+  for (const char* bad : {"-1", "fast", "2000000", "1e-300", "0.0009"}) {
+    env["PS_CATCH_UP_RATE"] = bad;
+    Status s = Load(env, &c);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << bad;
+    EXPECT_TRUE(Contains(s, "PS_CATCH_UP_RATE")) << s.ToString();
+  }
+}
+
 TEST(Config, CheckpointsAreOffUnlessAFolderIsNamed) {
   Config c;
   ASSERT_TRUE(Load(RequiredEnv(), &c).ok());

@@ -178,6 +178,15 @@ class OptimizerServer {
   // other live replicas, one message per replica; sending them (the request's answer
   // then waits for theirs); their end, answered or not.
   std::vector<Message> PlanReplicaCopies(const KVMeta& meta, const KVPairs<float>& data);
+  // The messages of a push's copies: by_rank[r] the positions of its keys server r gets.
+  // Of a worker's push, or (meta.replica_of >= 0) a copy sent on: its origin's names.
+  std::vector<Message> CopiesFor(const KVMeta& meta, const KVPairs<float>& data,
+                                 const std::vector<std::vector<uint32_t>>& by_rank);
+  // On the data receive thread: a copy this server took of a push on keys it serves now,
+  // from a server that served them before (a late copy), sent on to the servers this
+  // one is sending those keys to in slices (SendCatchUpSlice): as the push's owner now,
+  // this server is where their copies of its pushes come from.
+  std::vector<Message> PlanCatchUpForwards(const KVMeta& meta, const KVPairs<float>& data);
   void SendReplicaCopies(Request* request, std::vector<Message>* copies);
   void OnCopyAnswered(Message& answer);
   void OnCopyAborted(int timestamp, uint64_t id, const Status& status);
@@ -207,11 +216,20 @@ class OptimizerServer {
   // The ring changed (a server was added or left): a moment later, once every node
   // routes by it, erases the keys this server no longer holds by it.
   void DropKeysNotHeldLater(const ConsistentHashRing& ring);
-  // On the data receive thread, where copies leave: the keys server `rank` holds with
-  // this one, as a consistent cut of the pushes taken so far; every copy planned after
-  // it reaches that server after it.
+  // On the data receive thread, where copies leave: lists the keys server `rank` holds
+  // with this one and sends them a slice at a time (SendCatchUpSlice).
   // `epoch`: the leave it is for (MembershipView::leave_version), 0 for a new server.
   void SendCatchUp(int rank, const std::string& identity, uint64_t epoch);
+  // A catch-up being sent: its receiver, its keys, how far it got.
+  struct CatchUpSending;
+  // On the data receive thread: the next slice of `sending`'s keys, each record a
+  // consistent cut of the pushes taken so far (every copy planned after it reaches the
+  // receiver after it), then the next slice posted to the receive thread again, paced by
+  // PS_CATCH_UP_RATE, so that requests are taken between slices; after the last, the
+  // pushes taken once and the end. Stops when the receiver or the round is gone.
+  void SendCatchUpSlice(const std::shared_ptr<CatchUpSending>& sending);
+  // Whether `sending` still has a receiver in `view`, for the same round.
+  bool StillSending(const MembershipView& view, const CatchUpSending& sending) const;
   bool SendCatchUpPart(int to, int cmd, const KVPairs<float>& part, uint64_t epoch);
   // On the new server: a catch-up message (records, or a sender's end).
   void TakeCatchUp(const KVMeta& meta, const KVPairs<float>& data);
@@ -264,6 +282,8 @@ class OptimizerServer {
   int membership_listener_ = -1;
   std::mutex catch_up_mu_;
   std::set<std::pair<int, std::string>> catch_up_sent_;  // new servers sent to (id, identity)
+  // The catch-ups being sent in slices, by receiving node id (data receive thread only).
+  std::map<int, std::shared_ptr<CatchUpSending>> catch_up_sending_;
   // On a new server: the servers that must send it their keys (id, identity), those that
   // said they sent everything, and how many messages it took from each.
   std::map<int, std::string> catch_up_senders_;
