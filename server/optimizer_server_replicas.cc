@@ -210,6 +210,17 @@ void OptimizerServer::SendReplicaCopies(Request* request, std::vector<Message>* 
       copies_in_flight_[id] =
           CopyInFlight{request, timestamp, to, replica ? replica->identity : std::string()};
     }
+    if (!replica || !replica->alive()) {
+      // Out of the table since the copy was planned (it left, died, or was not added):
+      // the requests waiting for it were ended when the table said so, maybe before this
+      // one was registered, and a server that left keeps its connection, so a copy sent
+      // there would wait for an answer that never comes.
+      EndCopy(id,
+              Status::Unavailable("server " + std::to_string(Postoffice::IDtoRank(to)) +
+                                  " is out of the job's table"),
+              /*answered=*/false);
+      continue;
+    }
     Status sent = Postoffice::Get()->Send(copy);
     if (!sent.ok()) EndCopy(id, sent, /*answered=*/false);
   }
