@@ -1,5 +1,8 @@
 #include "applied_copies.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include "ps/internal/hash.h"
 
 namespace ps {
@@ -13,34 +16,96 @@ size_t AppliedCopies::Hash::operator()(const Id& id) const {
   return static_cast<size_t>(Mix64(h ^ static_cast<uint64_t>(id.first_part)));
 }
 
-bool AppliedCopies::Insert(const Id& id, bool* forgot_young) {
+size_t AppliedCopies::Count(const std::vector<uint64_t>& listed, const uint64_t* keys, size_t n,
+                            std::vector<uint8_t>* before) {
+  before->assign(n, 0);
+  size_t count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (listed.empty() || std::binary_search(listed.begin(), listed.end(), keys[i])) {
+      (*before)[i] = 1;
+      ++count;
+    }
+  }
+  if (count == 0) before->clear();
+  return count;
+}
+
+size_t AppliedCopies::Merge(std::vector<uint64_t>* listed, const uint64_t* keys, size_t n,
+                            bool whole, std::vector<uint8_t>* before) {
+  const size_t count = Count(*listed, keys, n, before);
+  if (listed->empty()) return count;  // whole already
+  if (whole) {
+    listed->clear();
+    listed->shrink_to_fit();
+    return count;
+  }
+  if (count == n) return count;
+  const size_t old = listed->size();
+  for (size_t i = 0; i < n; ++i) {
+    if (before->empty() || !(*before)[i]) listed->push_back(keys[i]);
+  }
+  std::inplace_merge(listed->begin(), listed->begin() + static_cast<std::ptrdiff_t>(old),
+                     listed->end());
+  return count;
+}
+
+std::vector<uint64_t>* AppliedCopies::Insert(const Id& id, bool* forgot_young) {
   const auto now = std::chrono::steady_clock::now();
-  if (forgot_young) *forgot_young = false;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!ids_.insert(id).second) return false;
+  auto [it, fresh] = ids_.emplace(id, std::vector<uint64_t>());
+  (void)fresh;
+  std::vector<uint64_t>* keys = &it->second;
   order_.push_back(Entry{id, now});
   if (order_.size() > kCapacity) {
     if (now - order_.front().at < kYoung) {
       ++evicted_young_;
       if (forgot_young) *forgot_young = true;
     }
-    ids_.erase(order_.front().id);
+    ids_.erase(order_.front().id);  // never `id`: it is the newest
     order_.pop_front();
   }
-  return true;
+  return keys;
 }
 
-bool AppliedCopies::Contains(const Id& id) const {
+size_t AppliedCopies::Take(const Id& id, const uint64_t* keys, size_t n, bool whole,
+                           std::vector<uint8_t>* before, bool* forgot_young, bool* known) {
+  if (forgot_young) *forgot_young = false;
+  before->clear();
   std::lock_guard<std::mutex> lock(mu_);
-  return ids_.count(id) > 0;
+  auto it = ids_.find(id);
+  if (known) *known = it != ids_.end();
+  if (it != ids_.end()) return Merge(&it->second, keys, n, whole, before);
+  if (n == 0 && !whole) return 0;  // nothing to list (empty stands for whole)
+  std::vector<uint64_t>* listed = Insert(id, forgot_young);
+  if (!whole) listed->assign(keys, keys + n);
+  return 0;
 }
 
-std::vector<AppliedCopies::Id> AppliedCopies::Ids() const {
+size_t AppliedCopies::Covered(const Id& id, const uint64_t* keys, size_t n,
+                              std::vector<uint8_t>* before) const {
+  before->clear();
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<Id> ids;
-  ids.reserve(order_.size());
-  for (const Entry& e : order_) ids.push_back(e.id);
-  return ids;
+  auto it = ids_.find(id);
+  if (it == ids_.end()) return 0;
+  return Count(it->second, keys, n, before);
+}
+
+void AppliedCopies::Add(const Record& record) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<uint8_t> before;
+  auto it = ids_.find(record.id);
+  if (it != ids_.end()) {
+    Merge(&it->second, record.keys.data(), record.keys.size(), record.keys.empty(), &before);
+    return;
+  }
+  *Insert(record.id, nullptr) = record.keys;
+}
+
+std::vector<AppliedCopies::Record> AppliedCopies::Records() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Record> records;
+  records.reserve(order_.size());
+  for (const Entry& e : order_) records.push_back(Record{e.id, ids_.at(e.id)});
+  return records;
 }
 
 uint64_t AppliedCopies::evicted_young() const {

@@ -1,11 +1,19 @@
 // AppliedCopies: the pushes a server took as a replica's copy or as a part sent again
-// after a failover, by the worker request they belong to, so that a push a worker
-// sends again to the replica that took over a dead server's keys is applied once
-// (docs/fault-tolerance.md).
+// after a failover, by the worker request they belong to, and for which of their keys,
+// so that a push a worker sends again to the replica that took over a dead server's
+// keys is applied once (docs/fault-tolerance.md).
 //
-// Bounded: the newest kCapacity ids are kept (about 90 MiB at most); a push sent again
-// after that many newer ones is not recognised and is applied a second time (counted
-// in evicted_young(): ids dropped while younger than kYoung).
+// A copy from the part's first server holds every key of the part this server holds:
+// once taken, its id stands for every key ("whole"). A part a worker split after a
+// failover, and the copies of its pieces, hold some of them: the keys taken are listed,
+// and a later message under the same id applies the keys not listed yet (with
+// PS_REPLICATION above 2 a piece's copy and another piece of the same part reach one
+// server).
+//
+// Bounded: the newest kCapacity ids are kept (about 120 MiB at most, plus the keys
+// listed); a push sent again after that many newer ones is not recognised and is
+// applied a second time (counted in evicted_young(): ids dropped while younger than
+// kYoung).
 //
 // Thread safety: all methods may be called from any thread.
 #ifndef HERDPS_SERVER_APPLIED_COPIES_H_
@@ -15,7 +23,7 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 namespace ps {
@@ -36,12 +44,26 @@ class AppliedCopies {
              chunk == o.chunk && first_server == o.first_server && first_part == o.first_part;
     }
   };
-  // Records `id`; false when it was recorded already. *forgot_young (if given) is set
-  // when recording it forgot an id younger than kYoung.
-  bool Insert(const Id& id, bool* forgot_young = nullptr);
-  bool Contains(const Id& id) const;
-  // Every id kept, oldest first (a new server catching up takes them over).
-  std::vector<Id> Ids() const;
+  // An id and the keys taken under it: empty keys stand for every key (whole).
+  struct Record {
+    Id id;
+    std::vector<uint64_t> keys;  // ascending, unique
+  };
+  // Records that keys[0, n) (ascending, unique) were taken under `id`, or (`whole`) every
+  // key of its part. Returns how many of them had been taken under it before; when any
+  // had, *before (resized to n) says which. *forgot_young (if given) is set when
+  // recording forgot an id younger than kYoung; *known (if given), when `id` was kept
+  // already.
+  size_t Take(const Id& id, const uint64_t* keys, size_t n, bool whole,
+              std::vector<uint8_t>* before, bool* forgot_young = nullptr,
+              bool* known = nullptr);
+  // As Take, recording nothing.
+  size_t Covered(const Id& id, const uint64_t* keys, size_t n,
+                 std::vector<uint8_t>* before) const;
+  // Records `record` (a catch-up's), merged with what its id holds already.
+  void Add(const Record& record);
+  // Every record kept, oldest first (a new server catching up takes them over).
+  std::vector<Record> Records() const;
   uint64_t evicted_young() const;
 
  private:
@@ -52,8 +74,16 @@ class AppliedCopies {
     Id id;
     std::chrono::steady_clock::time_point at;
   };
+  // Merges `keys` into `listed` (empty: whole, which stays whole) and counts those it
+  // held before, marking them in *before.
+  static size_t Merge(std::vector<uint64_t>* listed, const uint64_t* keys, size_t n,
+                      bool whole, std::vector<uint8_t>* before);
+  static size_t Count(const std::vector<uint64_t>& listed, const uint64_t* keys, size_t n,
+                      std::vector<uint8_t>* before);
+  // Under mu_: a new entry for `id`, evicting the oldest beyond kCapacity.
+  std::vector<uint64_t>* Insert(const Id& id, bool* forgot_young);
   mutable std::mutex mu_;
-  std::unordered_set<Id, Hash> ids_;
+  std::unordered_map<Id, std::vector<uint64_t>, Hash> ids_;  // keys taken; empty: whole
   std::deque<Entry> order_;  // oldest first
   uint64_t evicted_young_ = 0;
 };

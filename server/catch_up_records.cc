@@ -183,21 +183,27 @@ Status DecodeCatchUp(const KVPairs<float>& data, size_t state_width,
   return Status::OK();
 }
 
-std::vector<KVPairs<float>> EncodeAppliedIds(const std::vector<AppliedCopies::Id>& ids,
+std::vector<KVPairs<float>> EncodeAppliedIds(const std::vector<AppliedCopies::Record>& ids,
                                              size_t max_floats) {
-  const size_t max_ids = std::max<size_t>(1, max_floats / kIdWords);
   std::vector<KVPairs<float>> messages;
-  for (size_t begin = 0; begin < ids.size(); begin += max_ids) {
-    const size_t n = std::min(max_ids, ids.size() - begin);
+  for (size_t begin = 0; begin < ids.size();) {
+    size_t n = 0, floats = 0;
+    while (begin + n < ids.size()) {
+      const size_t words = kIdWords + 2 * ids[begin + n].keys.size();
+      if (n > 0 && floats + words > max_floats) break;
+      floats += words;
+      ++n;
+    }
     KVPairs<float> m;
     m.keys.resize(n);
     m.lens.resize(n);
-    m.vals.resize(n * kIdWords);
+    m.vals.resize(floats);
     float* out = m.vals.data();
     for (size_t i = 0; i < n; ++i) {
-      const AppliedCopies::Id& id = ids[begin + i];
+      const AppliedCopies::Id& id = ids[begin + i].id;
+      const std::vector<uint64_t>& keys = ids[begin + i].keys;
       m.keys[i] = i;
-      m.lens[i] = static_cast<int>(kIdWords);
+      m.lens[i] = static_cast<int>(kIdWords + 2 * keys.size());
       *out++ = Word(static_cast<uint32_t>(id.worker));
       *out++ = Word(static_cast<uint32_t>(id.customer));
       *out++ = Word(static_cast<uint32_t>(id.request));
@@ -206,22 +212,43 @@ std::vector<KVPairs<float>> EncodeAppliedIds(const std::vector<AppliedCopies::Id
       *out++ = Word(static_cast<uint32_t>(id.first_server));
       *out++ = Word(static_cast<uint32_t>(id.first_part));
       *out++ = Word(static_cast<uint32_t>(static_cast<uint64_t>(id.first_part) >> 32));
+      for (uint64_t key : keys) {
+        *out++ = Word(static_cast<uint32_t>(key));
+        *out++ = Word(static_cast<uint32_t>(key >> 32));
+      }
     }
     messages.push_back(std::move(m));
+    begin += n;
   }
   return messages;
 }
 
-Status DecodeAppliedIds(const KVPairs<float>& data, std::vector<AppliedCopies::Id>* out) {
+Status DecodeAppliedIds(const KVPairs<float>& data, std::vector<AppliedCopies::Record>* out) {
   const size_t n = data.keys.size();
-  if (data.vals.size() != n * kIdWords) {
+  if (data.lens.size() != n) {
+    return Status::InvalidArgument("a catch-up message of applied pushes has " +
+                                   std::to_string(data.lens.size()) + " lengths for " +
+                                   std::to_string(n) + " ids");
+  }
+  size_t total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int len = data.lens[i];
+    if (len < static_cast<int>(kIdWords) || (len - static_cast<int>(kIdWords)) % 2 != 0) {
+      return Status::InvalidArgument("a catch-up message of applied pushes has an entry of " +
+                                     std::to_string(len) + " words: " +
+                                     std::to_string(kIdWords) + " and 2 per key are needed");
+    }
+    total += static_cast<size_t>(len);
+  }
+  if (data.vals.size() != total) {
     return Status::InvalidArgument("a catch-up message of applied pushes holds " +
-                                   std::to_string(data.vals.size()) + " words for " +
-                                   std::to_string(n) + " ids of " + std::to_string(kIdWords));
+                                   std::to_string(data.vals.size()) + " words where its " +
+                                   std::to_string(n) + " entries say " + std::to_string(total));
   }
   const float* at = data.vals.data();
-  for (size_t i = 0; i < n; ++i, at += kIdWords) {
-    AppliedCopies::Id id;
+  for (size_t i = 0; i < n; ++i) {
+    AppliedCopies::Record record;
+    AppliedCopies::Id& id = record.id;
     id.worker = static_cast<int>(WordOf(at[0]));
     id.customer = static_cast<int>(WordOf(at[1]));
     id.request = WordOf(at[2]) | static_cast<uint64_t>(WordOf(at[3])) << 32;
@@ -229,7 +256,17 @@ Status DecodeAppliedIds(const KVPairs<float>& data, std::vector<AppliedCopies::I
     id.first_server = static_cast<int>(WordOf(at[5]));
     id.first_part =
         static_cast<int64_t>(WordOf(at[6]) | static_cast<uint64_t>(WordOf(at[7])) << 32);
-    out->push_back(id);
+    const size_t keys = (static_cast<size_t>(data.lens[i]) - kIdWords) / 2;
+    at += kIdWords;
+    record.keys.resize(keys);
+    for (size_t k = 0; k < keys; ++k, at += 2) {
+      record.keys[k] = WordOf(at[0]) | static_cast<uint64_t>(WordOf(at[1])) << 32;
+      if (k > 0 && record.keys[k] <= record.keys[k - 1]) {
+        return Status::InvalidArgument("a catch-up message of applied pushes lists the keys "
+                                       "of an id out of order");
+      }
+    }
+    out->push_back(std::move(record));
   }
   return Status::OK();
 }

@@ -13,7 +13,8 @@
 // Messages of cmd kCatchUpIdsCmd carry the pushes the sender took as copies or as parts
 // sent again (AppliedCopies), so that the new server answers those once too: key i is i
 // (keys ascend), and its entry is 8 words: worker, customer, request low, request high,
-// chunk, first server, first part low, first part high. A message of cmd
+// chunk, first server, first part low, first part high; then, for an id taken for some
+// keys of its part only, those keys, 2 words each (low, high). A message of cmd
 // kCatchUpEndCmd ends what one server sends: one key, 0, whose entry is 2 words, the
 // number of record and id messages before it (low, high), which the new server checks
 // against those it took.
@@ -57,9 +58,9 @@ Status NextCatchUpMessage(const std::vector<CatchUpRecord>& records, size_t* beg
                           size_t state_width, size_t max_floats, KVPairs<float>* out);
 
 // The same for applied ids, about `max_floats` values per message (one id at least).
-std::vector<KVPairs<float>> EncodeAppliedIds(const std::vector<AppliedCopies::Id>& ids,
+std::vector<KVPairs<float>> EncodeAppliedIds(const std::vector<AppliedCopies::Record>& ids,
                                              size_t max_floats);
-Status DecodeAppliedIds(const KVPairs<float>& data, std::vector<AppliedCopies::Id>* out);
+Status DecodeAppliedIds(const KVPairs<float>& data, std::vector<AppliedCopies::Record>* out);
 
 // The end message, and what it says: how many messages came before it.
 KVPairs<float> EncodeCatchUpEnd(uint64_t messages_before);

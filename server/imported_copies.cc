@@ -1,30 +1,38 @@
 #include "imported_copies.h"
 
+#include <iterator>
+
 namespace ps {
 
 void ImportedCopies::Add(int sender, const std::string& identity,
-                         const std::vector<AppliedCopies::Id>& ids) {
+                         const std::vector<AppliedCopies::Record>& records) {
   std::lock_guard<std::mutex> lock(mu_);
   Sender& s = senders_[sender];
   if (!s.ids || s.identity != identity) {
     s.identity = identity;
     s.ids = std::make_unique<AppliedCopies>();
   }
-  for (const AppliedCopies::Id& id : ids) s.ids->Insert(id);
+  for (const AppliedCopies::Record& record : records) s.ids->Add(record);
 }
 
-bool ImportedCopies::Holds(int sender, const AppliedCopies::Id& id) const {
+size_t ImportedCopies::Covered(int sender, const AppliedCopies::Id& id, const uint64_t* keys,
+                               size_t n, std::vector<uint8_t>* before) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = senders_.find(sender);
-  return it != senders_.end() && it->second.ids->Contains(id);
+  if (it == senders_.end()) {
+    before->clear();
+    return 0;
+  }
+  return it->second.ids->Covered(id, keys, n, before);
 }
 
-std::vector<AppliedCopies::Id> ImportedCopies::Ids() const {
+std::vector<AppliedCopies::Record> ImportedCopies::Records() const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<AppliedCopies::Id> all;
+  std::vector<AppliedCopies::Record> all;
   for (const auto& [node, sender] : senders_) {
-    std::vector<AppliedCopies::Id> ids = sender.ids->Ids();
-    all.insert(all.end(), ids.begin(), ids.end());
+    std::vector<AppliedCopies::Record> records = sender.ids->Records();
+    all.insert(all.end(), std::make_move_iterator(records.begin()),
+               std::make_move_iterator(records.end()));
   }
   return all;
 }

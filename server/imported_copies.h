@@ -27,13 +27,15 @@ namespace ps {
 
 class ImportedCopies {
  public:
-  // Records ids that node `sender` (process `identity`) sent.
-  void Add(int sender, const std::string& identity, const std::vector<AppliedCopies::Id>& ids);
-  // Whether node `sender` sent `id`.
-  bool Holds(int sender, const AppliedCopies::Id& id) const;
-  // Every id kept, of every sender (sent on when this server is a sender in turn: its
-  // keys hold those updates).
-  std::vector<AppliedCopies::Id> Ids() const;
+  // Records what node `sender` (process `identity`) sent.
+  void Add(int sender, const std::string& identity,
+           const std::vector<AppliedCopies::Record>& records);
+  // Which of keys[0, n) node `sender` sent as taken under `id`: as AppliedCopies::Covered.
+  size_t Covered(int sender, const AppliedCopies::Id& id, const uint64_t* keys, size_t n,
+                 std::vector<uint8_t>* before) const;
+  // Every record kept, of every sender (sent on when this server is a sender in turn:
+  // its keys hold those updates).
+  std::vector<AppliedCopies::Record> Records() const;
   // Forgets node `node`'s ids unless they came from process `identity`.
   void KeepOnly(int node, const std::string& identity);
 

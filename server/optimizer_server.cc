@@ -56,6 +56,9 @@ struct OptimizerServer::Request {
   std::vector<std::vector<uint32_t>> positions;  // per part; empty: one part, all keys
   std::vector<SArray<float>> part_vals;          // pulled values, per part
   std::vector<int> lens;                         // pulled length per key
+  // A push some of whose keys took it before (TakenBefore): 1 for those, not applied
+  // again; empty when none did.
+  std::vector<uint8_t> taken_before;
   StoreKey chunk;    // a chunk request: the chunk (its key is data.keys[0])
   uint32_t chunk_len = 0;
   std::atomic<int> remaining{0};
@@ -240,7 +243,9 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
                             "request before it holds its keys"));
   }
   size_t n = data.keys.size();
-  if (meta.push && (meta.replica_of >= 0 || meta.resent) && !TakeOnce(meta, data)) {
+  std::vector<uint8_t> taken_before;
+  if (meta.push && (meta.replica_of >= 0 || meta.resent) &&
+      TakenBefore(meta, data, &taken_before) == n && n > 0) {
     return AnswerDuplicate(meta, data);
   }
   if (options_.sync_aggregation) {
@@ -277,6 +282,14 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
     if (!bad.ok()) return Refuse(meta, bad);
   }
   Request* req = NewRequest(meta, data, 0);
+  if (!taken_before.empty()) {
+    LOG_IF(INFO, replica_log_.ShouldLog())
+        << "a push of request " << (meta.replica_of >= 0 ? meta.origin_request : meta.request_id)
+        << " from node " << (meta.replica_of >= 0 ? meta.replica_of : meta.sender)
+        << " was taken here before for some of its keys (a piece of a part split after a "
+           "failover, or its copy): applied to the others only";
+    req->taken_before = std::move(taken_before);
+  }
   if (meta.chunk >= 0) {
     req->chunk = StoreKey{data.keys[0], meta.chunk, meta.chunk_offset, meta.value_len};
     req->chunk_len = chunk_len;
@@ -366,9 +379,11 @@ void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positio
         store.Prefetch(req->data.keys[ahead]);
       }
     };
+    const std::vector<uint8_t>& taken_before = req->taken_before;
     for (size_t i = 0; i < count && failed.ok() && erase; ++i) {
       size_t p = positions ? (*positions)[i] : i;
       prefetch_ahead(i);
+      if (!taken_before.empty() && taken_before[p]) continue;
       failed = store.Erase(whole ? StoreKey{req->data.keys[p]} : req->chunk);
     }
     for (size_t i = 0; i < count && failed.ok() && !erase; ++i) {
@@ -376,7 +391,9 @@ void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positio
       prefetch_ahead(i);
       StoreKey key = whole ? StoreKey{req->data.keys[p]} : req->chunk;
       ShardStore::Slot slot;
-      if (push) {
+      if (push && !taken_before.empty() && taken_before[p]) {
+        if (pull) failed = store.Find(key, 0, options_.default_length, &slot);
+      } else if (push) {
         size_t begin = req->offsets.empty() ? p * req->width : req->offsets[p];
         size_t len = req->offsets.empty() ? req->width : req->offsets[p + 1] - begin;
         const float* g = req->data.vals.data() + begin;

@@ -15,6 +15,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <iterator>
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -336,9 +337,9 @@ void OptimizerServer::SendCatchUp(int rank, const std::string& identity, uint64_
   // the receiver once it serves the key. Those taken here last (the receiver keeps the
   // newest AppliedCopies::kCapacity of a sender's): the ones a part sent again can still
   // be.
-  std::vector<AppliedCopies::Id> ids = imported_copies_->Ids();
-  const std::vector<AppliedCopies::Id> own = applied_copies_->Ids();
-  ids.insert(ids.end(), own.begin(), own.end());
+  std::vector<AppliedCopies::Record> ids = imported_copies_->Records();
+  std::vector<AppliedCopies::Record> own = applied_copies_->Records();
+  ids.insert(ids.end(), std::make_move_iterator(own.begin()), std::make_move_iterator(own.end()));
   if (ids.size() > AppliedCopies::kCapacity) {
     ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(AppliedCopies::kCapacity));
   }
@@ -574,7 +575,7 @@ void OptimizerServer::TakeCatchUp(const KVMeta& meta, const KVPairs<float>& data
     return;
   }
   if (meta.cmd == kCatchUpIdsCmd) {
-    std::vector<AppliedCopies::Id> ids;
+    std::vector<AppliedCopies::Record> ids;
     Status bad = DecodeAppliedIds(data, &ids);
     if (!bad.ok()) return fail(bad);
     // Kept apart by sender: they name what the keys this sender sent hold, not what the

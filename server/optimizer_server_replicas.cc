@@ -130,7 +130,10 @@ std::vector<Message> OptimizerServer::CopiesFor(
   return copies;
 }
 
-bool OptimizerServer::TakeOnce(const KVMeta& meta, const KVPairs<float>& data) {
+namespace {
+
+// The push a copy or a part sent again belongs to.
+AppliedCopies::Id PushOf(const KVMeta& meta) {
   const bool copy = meta.replica_of >= 0;
   AppliedCopies::Id id;
   id.worker = copy ? meta.replica_of : meta.sender;
@@ -139,31 +142,101 @@ bool OptimizerServer::TakeOnce(const KVMeta& meta, const KVPairs<float>& data) {
   id.chunk = meta.chunk;
   id.first_server = meta.first_server;
   id.first_part = meta.first_part;
-  // Or held in the keys a catch-up sent this server (ImportedCopies). For a copy, its
-  // own sender's ids decide: a copy its sender planned after its cut is not in the keys
-  // it sent, whatever another sender's ids say (a replica may have taken the push before
-  // its own cut). For a part a worker sent again, the ids of the server that sent this
-  // one the part's first key.
-  int holder = meta.sender;
-  if (!copy && !data.keys.empty()) {
+  return id;
+}
+
+}  // namespace
+
+size_t OptimizerServer::HeldFromCatchUps(const KVMeta& meta, const KVPairs<float>& data,
+                                         std::vector<uint8_t>* held) {
+  const AppliedCopies::Id id = PushOf(meta);
+  const size_t n = data.keys.size();
+  held->clear();
+  // For a copy, its own sender's ids decide: a copy its sender planned after its cut is
+  // not in the keys it sent, whatever another sender's ids say (a replica may have taken
+  // the push before its own cut).
+  if (meta.replica_of >= 0) {
+    return imported_copies_->Covered(meta.sender, id, data.keys.data(), n, held);
+  }
+  // For a part a worker sent again, key by key the ids of the server that sent this one
+  // the key: the part's keys may have come from several, which took its copies or not.
+  std::vector<int> holders(n);
+  {
     std::lock_guard<std::mutex> lock(catch_up_mu_);
-    holder = -1;
-    if (!catch_up_ring_.empty()) {
+    if (catch_up_ring_.empty() || n == 0) return 0;
+    for (size_t i = 0; i < n; ++i) {
       const int rank = meta.chunk >= 0
-                           ? catch_up_ring_.ServerOfChunk(data.keys[0],
+                           ? catch_up_ring_.ServerOfChunk(data.keys[i],
                                                           static_cast<uint32_t>(meta.chunk))
-                           : catch_up_ring_.ServerOf(data.keys[0]);
-      holder = Postoffice::ServerRankToID(rank);
+                           : catch_up_ring_.ServerOf(data.keys[i]);
+      holders[i] = Postoffice::ServerRankToID(rank);
     }
   }
-  if (holder >= 0 && imported_copies_->Holds(holder, id)) return false;
-  bool forgot_young = false;
-  const bool first = applied_copies_->Insert(id, &forgot_young);
+  size_t count = 0;
+  std::vector<uint8_t> asked(n, 0);
+  std::vector<uint64_t> keys;
+  std::vector<size_t> positions;
+  std::vector<uint8_t> by_holder;
+  for (size_t i = 0; i < n; ++i) {
+    if (asked[i]) continue;
+    keys.clear();
+    positions.clear();
+    for (size_t j = i; j < n; ++j) {
+      if (asked[j] || holders[j] != holders[i]) continue;
+      asked[j] = 1;
+      keys.push_back(data.keys[j]);
+      positions.push_back(j);
+    }
+    if (imported_copies_->Covered(holders[i], id, keys.data(), keys.size(), &by_holder) == 0) {
+      continue;
+    }
+    if (held->empty()) held->assign(n, 0);
+    for (size_t k = 0; k < positions.size(); ++k) {
+      (*held)[positions[k]] = by_holder[k];
+      count += by_holder[k];
+    }
+  }
+  return count;
+}
+
+size_t OptimizerServer::TakenBefore(const KVMeta& meta, const KVPairs<float>& data,
+                                    std::vector<uint8_t>* before) {
+  const bool copy = meta.replica_of >= 0;
+  const AppliedCopies::Id id = PushOf(meta);
+  const size_t n = data.keys.size();
+  std::vector<uint8_t> held;
+  const size_t imported = HeldFromCatchUps(meta, data, &held);
+  if (imported == n && n > 0) {
+    *before = std::move(held);
+    return n;
+  }
+  // A copy from the part's first server holds every key of the part this server holds;
+  // a piece of a part split after a failover, or its copy, only its own.
+  const bool whole = copy && !meta.resent;
+  bool forgot_young = false, known = false;
+  size_t taken =
+      applied_copies_->Take(id, data.keys.data(), n, whole, before, &forgot_young, &known);
+  if (known && taken < n) {
+    // With PS_REPLICATION above 2: another piece of the part, or its copy, came first.
+    const uint64_t met = pieces_met_.fetch_add(1, std::memory_order_relaxed) + 1;
+    LOG_IF(INFO, pieces_log_.ShouldLog())
+        << "a push of request " << id.request << " from node " << id.worker
+        << " came again with keys it was not taken for here (pieces of a part split after a "
+           "failover): those apply (" << met << " so far)";
+  }
   LOG_IF(WARNING, forgot_young && replica_log_.ShouldLog())
       << "the pushes taken as copies come faster than " << AppliedCopies::kCapacity
       << " a minute: one was forgotten young (" << applied_copies_->evicted_young()
       << " so far), and a push sent again after a failover that long after may apply twice";
-  return first;
+  if (imported > 0) {
+    if (before->empty()) before->assign(n, 0);
+    taken = 0;
+    for (size_t i = 0; i < n; ++i) {
+      (*before)[i] |= held[i];
+      taken += (*before)[i];
+    }
+  }
+  return taken;
 }
 
 void OptimizerServer::AnswerDuplicate(const KVMeta& meta, const KVPairs<float>& data) {

@@ -241,9 +241,7 @@ Status ReadJobPolicy(const Getenv& getenv, Config* c) {
     cfg.chunk_bytes_set = true;
   }
   if ((text = Lookup(getenv, "PS_REPLICATION", nullptr))) {
-    // Above 2, a part sent again after a failover may carry keys whose copies reached
-    // another replica than the one it goes to (docs/fault-tolerance.md): not yet.
-    if (!(s = ParseInt("PS_REPLICATION", text, 1, 2, &v)).ok()) return s;
+    if (!(s = ParseInt("PS_REPLICATION", text, 1, 1 << 20, &v)).ok()) return s;
     if (v > cfg.num_servers) {
       return Status::InvalidArgument("PS_REPLICATION=" + std::string(text) + " needs at least " +
                                      std::string(text) + " servers; the job has PS_NUM_SERVER=" +

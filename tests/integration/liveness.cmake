@@ -78,6 +78,11 @@ herdps_server_death_test(replication_kill_one_of_three replication_test.py kill_
 herdps_server_death_test(replication_push_sent_again_after_its_copy_is_taken_once
                          replication_test.py kill_one_of_three_lossy)
 herdps_server_death_test(replication_launched replication_test.py launched LAUNCH)
+# PS_REPLICATION=3, 4 servers, 8 keys a push: two servers stopped, then killed at once. A
+# part sent again is split among the new owners, and the copy of one piece reaches the
+# server another piece goes to: each key's increment counts once.
+herdps_server_death_test(replication_three_copies_two_servers_killed_at_once
+                         replication_test.py stall_then_kill_two_of_four)
 # Fault schedules drawn from a seed (kills, stops, both with lost messages, servers
 # added, leaving, killed and replaced or re-replicated, with lost messages): every
 # acknowledged increment counted once. One seed each here (elastic: seed 4, an add, a

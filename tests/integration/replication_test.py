@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Replication (PS_REPLICATION=2, 3 servers, 2 workers), nodes started by hand as on
-several hosts, with the counter workload of server_restart_app.cc.
+"""Replication (PS_REPLICATION=2, 3 servers, 2 workers, unless said), nodes started by
+hand as on several hosts, with the counter workload of server_restart_app.cc.
 
 HOW is one of:
   replicas_are_identical  Adam on the servers, no failure; after ps::Finalize every
@@ -48,6 +48,17 @@ HOW is one of:
                           killed. Two of three servers died and none replaced: no push
                           fails, the counts are exact, every survivor exits 0, and server
                           0 alone holds all the keys at the end.
+  kill_two_of_four        PS_REPLICATION=3, 4 servers, each push adding 1 to 8 keys:
+                          servers 1 and 2 killed with SIGKILL at once. Checked as
+                          kill_one_of_three (both declared dead).
+  stall_then_kill_two_of_four
+                          as kill_two_of_four, the two servers first stopped (SIGSTOP)
+                          for 0.5 s, so that the parts sent to them meanwhile were never
+                          taken: each goes again split among its keys' new owners, and
+                          the copy one new owner sends on of its piece reaches a server
+                          that gets another piece of the same part; each key counts once.
+                          Runs up to 3 times until the servers' logs show such a meeting
+                          (most runs do), and fails if none did.
   launched                as kill_one_of_three under tracker/launch (LAUNCH) with
                           --env PS_REPLICATION=2: the launcher says the job goes on and
                           exits 0.
@@ -151,9 +162,10 @@ HEARTBEAT_ENV = ({"PS_HEARTBEAT_INTERVAL": "1", "PS_HEARTBEAT_TIMEOUT": "10"}
                   "PS_HEARTBEAT_TIMEOUT": _TIMEOUT})
 
 
-def check_counts(f, worker_texts, pushes=None):
+def check_counts(f, worker_texts, pushes=None, per_push=1):
     """The final values are exactly the acknowledged increments, and no push failed.
-    worker_texts: each worker's output, worker 0's first; pushes: per worker (PUSHES)."""
+    worker_texts: each worker's output, worker 0's first; pushes: per worker (PUSHES);
+    per_push: the keys each push adds 1 to."""
     pushes = PUSHES if pushes is None else pushes
     acknowledged = failed = 0
     for r, text in enumerate(worker_texts):
@@ -166,10 +178,11 @@ def check_counts(f, worker_texts, pushes=None):
     if not f.expect(m is not None, "worker 0 did not count the final values"):
         return
     counted = int(m.group(1))
+    acknowledged *= per_push  # increments
     print(f"acknowledged {acknowledged}, counted {counted}, pushes that failed and were "
           f"pushed again {failed}: lost {max(acknowledged - counted, 0)}, counted twice "
           f"{max(counted - acknowledged, 0)}")
-    f.expect(acknowledged == WORKERS * pushes, f"acknowledged {acknowledged}")
+    f.expect(acknowledged == WORKERS * pushes * per_push, f"acknowledged {acknowledged}")
     f.expect(counted >= acknowledged,
              f"{acknowledged - counted} acknowledged increments are missing")
     f.expect(counted <= acknowledged,
@@ -214,33 +227,51 @@ def kill_one_of_three(app, f, lossy=False):
     its requests wait with their copies taken and their answers not sent yet: when it is
     killed, the workers send those parts again to the replicas that took the copies.
     Returns how many pushes the survivors said they had taken before (a lower bound)."""
+    return kill_servers(app, f, SERVERS, 2, [1], lossy)
+
+
+def kill_servers(app, f, servers, replication, killed, lossy=False, per_push=1, window=16,
+                 stalled=False):
+    """`servers` servers with PS_REPLICATION=`replication`; the servers of ranks `killed`
+    get SIGKILL at the same moment mid-run (lossy: each loses half of what it receives
+    before, as in kill_one_of_three); each push adds 1 to `per_push` keys. Returns as
+    kill_one_of_three."""
     pushes = 600 if lossy else PUSHES
+    killed_names = [f"server {r}" for r in killed]
     with Job() as job:
-        args = [f"--pushes={pushes}", f"--keys={KEYS}"] + (["--window=16"] if lossy else [])
-        env = dict(HEARTBEAT_ENV, PS_REPLICATION="2")
+        args = [f"--pushes={pushes}", f"--keys={KEYS}", f"--keys_per_push={per_push}"] + \
+            ([f"--window={window}"] if lossy or stalled else [])
+        env = dict(HEARTBEAT_ENV, PS_REPLICATION=str(replication))
         node_env = {}
         if lossy:
             env.update(PS_RESEND="1", PS_RESEND_TIMEOUT="100")
-            node_env["server 1"] = {"PS_DROP_RATE": "0.5"}
-        nodes = job.start_by_hand(app, WORKERS, SERVERS, args, extra_env=env,
+            node_env = {name: {"PS_DROP_RATE": "0.5"} for name in killed_names}
+        nodes = job.start_by_hand(app, WORKERS, servers, args, extra_env=env,
                                   node_env=node_env)
         if not wait_until(lambda: all(f"worker {r} pid" in nodes[f"worker {r}"].text()
                                       for r in range(WORKERS)), START_S):
             raise AssertionError("the workers did not start")
         time.sleep(1.5)
-        nodes["server 1"].kill()
+        if stalled:
+            for name in killed_names:
+                os.kill(nodes[name].proc.pid, signal.SIGSTOP)
+            time.sleep(0.5)
+        for name in killed_names:
+            nodes[name].kill()
         killed_at = time.time()
-        survivors = [p for name, p in nodes.items() if name != "server 1"]
+        survivors = [p for name, p in nodes.items() if name not in killed_names]
         if not wait_exits(survivors, 90):
             raise AssertionError("the job did not finish after the kill")
         print(f"the job finished {time.time() - killed_at:.1f} s after the kill")
         texts = [nodes[f"worker {r}"].text() for r in range(WORKERS)]
-        check_counts(f, texts, pushes)
+        check_counts(f, texts, pushes, per_push)
         back = recovery_s(texts, killed_at)
         print("throughput back at 90%: " + (f"{back:.2f} s after the kill" if back is not None
                                              else "cannot be told"))
-        f.expect(re.search(r"server 1 \(node 10, .*declared dead", nodes["scheduler"].text())
-                 is not None, "the scheduler did not declare server 1 dead")
+        for r in killed:
+            f.expect(re.search(rf"server {r} \(node {8 + 2 * r}, .*declared dead",
+                               nodes["scheduler"].text()) is not None,
+                     f"the scheduler did not declare server {r} dead")
         for p in survivors:
             f.expect(p.proc.returncode == 0, f"{p.name} exited {p.proc.returncode}, not 0")
         f.expect("kept a live replica" in nodes["scheduler"].text(),
@@ -251,9 +282,13 @@ def kill_one_of_three(app, f, lossy=False):
             r"was taken here before .*answered without applying it again \((\d+) so far\)",
             p.text())] or [0]) for p in survivors)
         print(f"pushes a replica had taken before they came again: at least {taken_twice}")
+        pieces = sum(max([int(n) for n in re.findall(
+            r"came again with keys it was not taken for .*\((\d+) so far\)", p.text())] or [0])
+            for p in survivors)
+        print(f"pushes whose pieces met on a server: at least {pieces}")
         left = job.left()
         f.expect(left == [], f"processes left: {left}")
-        return taken_twice
+        return pieces if stalled else taken_twice
 
 
 # Per worker, ~1 ms apart: two deaths (each declared PS_HEARTBEAT_TIMEOUT after it) and a
@@ -390,6 +425,19 @@ def push_sent_again_after_its_copy(app, f, attempts=4):
              "exercise the de-duplication it is for")
 
 
+def pieces_met_after_two_deaths(app, f, attempts=3):
+    """stall_then_kill_two_of_four: runs until one shows a push whose pieces met on a
+    server (most do), each checked in full."""
+    for attempt in range(1, attempts + 1):
+        met = kill_servers(app, f, 4, 3, [1, 2], per_push=8, stalled=True)
+        if met > 0:
+            print(f"run {attempt}: pieces of one part met on a server {met} times at least")
+            return
+        print(f"run {attempt}: no two pieces of a part met on a server; again")
+    f.append(f"in {attempts} runs no two pieces of a part met on a server: the test did not "
+             "exercise the key-by-key de-duplication it is for")
+
+
 def launched(app, launch, f):
     with Job() as job:
         p, out = launch_and_kill_server_1(job, app, launch, SERVERS, PUSHES,
@@ -467,7 +515,7 @@ def linear(app, launch, f, restart=False):
 def main():
     hows = ("replicas_are_identical", "kill_one_of_three", "kill_one_of_three_lossy",
             "replaced_then_another_killed", "rereplicated_then_another_killed", "launched",
-            "linear", "linear_restarted")
+            "linear", "linear_restarted", "kill_two_of_four", "stall_then_kill_two_of_four")
     launched_hows = ("launched", "linear", "linear_restarted")
     if len(sys.argv) not in (3, 4) or sys.argv[1] not in hows or \
             (sys.argv[1] in launched_hows) != (len(sys.argv) == 4):
@@ -480,6 +528,10 @@ def main():
         return run_checks(lambda f: linear(app, sys.argv[3], f, how == "linear_restarted"))
     if how == "kill_one_of_three_lossy":
         return run_checks(lambda f: push_sent_again_after_its_copy(app, f))
+    if how == "kill_two_of_four":
+        return run_checks(lambda f: kill_servers(app, f, 4, 3, [1, 2], per_push=8))
+    if how == "stall_then_kill_two_of_four":
+        return run_checks(lambda f: pieces_met_after_two_deaths(app, f))
     return run_checks(lambda f: {"replicas_are_identical": replicas_are_identical,
                                  "kill_one_of_three": kill_one_of_three,
                                  "replaced_then_another_killed":

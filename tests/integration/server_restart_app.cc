@@ -6,7 +6,8 @@
 //
 // Servers run an OptimizerServer (SGD, learning rate 1, zeros) whose checkpoints come
 // from PS_CHECKPOINT_DIR / PS_CHECKPOINT_EVERY; a push of -1 adds 1, so every key is a
-// counter. Each worker pushes -1 to one of --keys keys at a time, round robin, with
+// counter. Each worker pushes -1 to --keys_per_push of --keys keys at a time (the next
+// ones, round robin: each push a part per server of a key list), with
 // --window pushes in flight (waiting for the oldest before it issues the next), until
 // --pushes were acknowledged; it counts the acknowledged ones. A push that fails (its
 // server died) is not counted: the worker asks KVWorker::Restarts every --retry_ms and
@@ -15,7 +16,8 @@
 //   "server_restart_app: worker R acknowledged A lost L unacknowledged_applied U restarts N"
 // and, after a worker barrier, worker 0 pulls every key and prints
 //   "server_restart_app: counted C over K keys".
-// A lost-update count that is right gives sum(A) - C == sum(L) - sum(U).
+// A lost-update count that is right gives sum(A) - C == sum(L) - sum(U) (times
+// --keys_per_push: C counts keys, A pushes).
 //
 // Each worker also prints, after its counts, its acknowledged pushes per 50 ms from
 // its first push on (wall clock, CLOCK_REALTIME, comparable with the driver's
@@ -44,6 +46,7 @@
 
 DEFINE_int32(keys, 64, "counters (keys 0 .. keys-1, spread over the servers)");
 DEFINE_int32(pushes, 3000, "acknowledged pushes each worker makes");
+DEFINE_int32(keys_per_push, 1, "counters each push adds 1 to (at most --keys)");
 DEFINE_int32(push_gap_us, 1000, "pause between two pushes");
 DEFINE_int32(window, 1, "pushes in flight per worker (1: each waited for before the next)");
 DEFINE_int32(retry_ms, 100, "pause after a failed push");
@@ -97,25 +100,32 @@ int RunWorker() {
   std::vector<uint32_t> acks_per_bucket;  // per 50 ms since `started`
   // Pushes issued and not waited for yet (their timestamps and keys, oldest first), and
   // the keys of failed pushes, pushed again.
-  std::deque<std::pair<int, ps::Key>> in_flight;
-  std::deque<ps::Key> again;
+  std::deque<std::pair<int, std::vector<ps::Key>>> in_flight;
+  std::deque<std::vector<ps::Key>> again;
+  const int per_push = std::min(std::max(FLAGS_keys_per_push, 1), FLAGS_keys);
   const size_t window = static_cast<size_t>(std::max(FLAGS_window, 1));
   while (acknowledged < static_cast<uint64_t>(FLAGS_pushes)) {
     while (in_flight.size() < window &&
            acknowledged + in_flight.size() < static_cast<uint64_t>(FLAGS_pushes)) {
-      ps::Key key = static_cast<ps::Key>(next_key);
+      std::vector<ps::Key> keys;
       if (!again.empty()) {
-        key = again.front();
+        keys = again.front();
         again.pop_front();
       } else {
-        next_key = (next_key + 1) % FLAGS_keys;
+        for (int i = 0; i < per_push; ++i) {
+          keys.push_back(static_cast<ps::Key>(next_key));
+          next_key = (next_key + 1) % FLAGS_keys;
+        }
+        std::sort(keys.begin(), keys.end());
       }
-      in_flight.emplace_back(kv.Push({key}, {-1.0f}), key);
+      const int timestamp = kv.Push(keys, std::vector<float>(keys.size(), -1.0f));
+      in_flight.emplace_back(timestamp, std::move(keys));
       if (FLAGS_push_gap_us > 0) {
         std::this_thread::sleep_for(std::chrono::microseconds(FLAGS_push_gap_us));
       }
     }
-    const auto [timestamp, key] = in_flight.front();
+    const int timestamp = in_flight.front().first;
+    std::vector<ps::Key> keys = std::move(in_flight.front().second);
     in_flight.pop_front();
     ps::Status s = kv.Wait(timestamp);
     if (s.ok()) {
@@ -125,7 +135,7 @@ int RunWorker() {
       ++acks_per_bucket[bucket];
       continue;
     }
-    again.push_back(key);
+    again.push_back(std::move(keys));
     if (failed++ == 0) Say("worker %d: a push failed: %s", rank, s.ToString().c_str());
     std::this_thread::sleep_for(std::chrono::milliseconds(FLAGS_retry_ms));
     Note(kv.Restarts(), rank, &tally);

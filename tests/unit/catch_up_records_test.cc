@@ -126,21 +126,36 @@ TEST(CatchUpRecords, TheEndSaysHowManyMessagesCameBefore) {
 }
 
 TEST(CatchUpRecords, AppliedIdsTravelExactly) {
-  std::vector<AppliedCopies::Id> ids(3);
-  ids[0] = AppliedCopies::Id{9, 0, (uint64_t{1} << 40) + 1, -1, 2, 0};
-  ids[1] = AppliedCopies::Id{11, 3, 5, 4, 0, (int64_t{1} << 35) + 2};
-  ids[2] = AppliedCopies::Id{13, 1, 7, -1, 1, 3};
-  std::vector<AppliedCopies::Id> read;
-  for (const KVPairs<float>& m : EncodeAppliedIds(ids, /*max_floats=*/16)) {  // 2 ids each
+  std::vector<AppliedCopies::Record> ids(3);
+  ids[0].id = AppliedCopies::Id{9, 0, (uint64_t{1} << 40) + 1, -1, 2, 0};
+  ids[1].id = AppliedCopies::Id{11, 3, 5, 4, 0, (int64_t{1} << 35) + 2};
+  ids[1].keys = {3, (uint64_t{1} << 50) + 7};  // taken for these keys only
+  ids[2].id = AppliedCopies::Id{13, 1, 7, -1, 1, 3};
+  std::vector<AppliedCopies::Record> read;
+  size_t messages = 0;
+  for (const KVPairs<float>& m : EncodeAppliedIds(ids, /*max_floats=*/16)) {
     ASSERT_TRUE(DecodeAppliedIds(m, &read).ok());
+    ++messages;
   }
+  EXPECT_EQ(messages, 3u);  // 8 words, 12 (two keys), 8: one id each at 16 words
   ASSERT_EQ(read.size(), ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) EXPECT_TRUE(read[i] == ids[i]) << i;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_TRUE(read[i].id == ids[i].id) << i;
+    EXPECT_EQ(read[i].keys, ids[i].keys) << i;
+  }
   KVPairs<float> bad = EncodeAppliedIds(ids, /*max_floats=*/64).front();
   SArray<float> fewer(bad.vals.size() - 1);  // one word short
   std::memcpy(fewer.data(), bad.vals.data(), fewer.size() * sizeof(float));
   bad.vals = fewer;
   EXPECT_FALSE(DecodeAppliedIds(bad, &read).ok());
+  KVPairs<float> odd = EncodeAppliedIds(ids, /*max_floats=*/64).front();
+  odd.lens[0] = 9;  // an id and half a key
+  odd.lens[1] = 11;
+  EXPECT_FALSE(DecodeAppliedIds(odd, &read).ok());
+  KVPairs<float> unsorted = EncodeAppliedIds({ids[1]}, /*max_floats=*/64).front();
+  std::swap(unsorted.vals[8], unsorted.vals[10]);
+  std::swap(unsorted.vals[9], unsorted.vals[11]);
+  EXPECT_FALSE(DecodeAppliedIds(unsorted, &read).ok());
 }
 
 class CatchUpStoreTest : public ::testing::Test {

@@ -620,12 +620,18 @@ TEST(Config, ReplicationDefaultsToOneAndIsAtMostTheServers) {
   ASSERT_TRUE(Load(env, &c).ok());
   EXPECT_EQ(c.replication, 2);
   EXPECT_TRUE(c.replication_set);
-  for (const char* bad : {"3", "0", "two"}) {  // 3: not yet, and over the 2 servers
+  for (const char* bad : {"3", "0", "two"}) {  // 3: over the 2 servers
     env["PS_REPLICATION"] = bad;
     Status s = Load(env, &c);
     EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << bad;
     EXPECT_TRUE(Contains(s, "PS_REPLICATION")) << s.ToString();
   }
+  env["PS_NUM_SERVER"] = "4";
+  env["PS_REPLICATION"] = "3";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_EQ(c.replication, 3);
+  env["PS_REPLICATION"] = "5";
+  EXPECT_FALSE(Load(env, &c).ok());
 }
 
 TEST(Config, RingChangeTimeoutDefaultsToTenHeartbeatTimeoutsAtLeastAMinuteAndIsRead) {

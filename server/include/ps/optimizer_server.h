@@ -191,12 +191,18 @@ class OptimizerServer {
   void OnCopyAnswered(Message& answer);
   void OnCopyAborted(int timestamp, uint64_t id, const Status& status);
   void EndCopy(uint64_t id, const Status& status, bool answered);
-  // A copy, or a part a worker sent again after a failover: false when this server
-  // took it before (by the worker request and the server it was first sent to), or
-  // holds it in the keys a catch-up sent it: for a copy, when its sender's ids name
-  // it; for a part sent again, when the ids of the server that sent this one the
-  // part's first key do (ImportedCopies).
-  bool TakeOnce(const KVMeta& meta, const KVPairs<float>& data);
+  // A copy, or a part a worker sent again after a failover: how many of its keys this
+  // server took it for before (by the worker request and the server it was first sent
+  // to, AppliedCopies), or holds it in from a catch-up: for a copy, as its sender's ids
+  // say; for a part sent again, key by key as the ids of the server that sent this one
+  // the key say (ImportedCopies). When any, *before (resized to the keys) says which.
+  // Records the others as taken now.
+  size_t TakenBefore(const KVMeta& meta, const KVPairs<float>& data,
+                     std::vector<uint8_t>* before);
+  // The ImportedCopies half of TakenBefore: how many keys a catch-up's sender holds the
+  // push in (*held, resized to the keys when any, says which).
+  size_t HeldFromCatchUps(const KVMeta& meta, const KVPairs<float>& data,
+                          std::vector<uint8_t>* held);
   // Answers a push taken before without applying it again (its pull, if any, is
   // served; a part sent again still goes on to the replicas that live).
   void AnswerDuplicate(const KVMeta& meta, const KVPairs<float>& data);
@@ -302,6 +308,8 @@ class OptimizerServer {
   std::vector<int> placed_servers_;  // the ring's servers in the last table seen live
   std::atomic<bool> caught_up_{false};  // it holds its keys from its replicas
   std::atomic<uint64_t> duplicates_{0};
+  std::atomic<uint64_t> pieces_met_{0};  // ids taken again for keys not taken yet
+  LogLimiter pieces_log_;
   LogLimiter replica_log_;
   int clock_listener_ = -1;  // sync_aggregation: closes rounds as the clocks move
   // sync_aggregation: the newest minimum whose rounds every shard has been asked to

@@ -112,7 +112,7 @@ struct Config {
   uint64_t chunk_bytes = kDefaultChunkBytes;
   bool chunk_bytes_set = false;
   // PS_REPLICATION: each key (and chunk) lives on this many servers, its owner and the
-  // next ones of the ring (docs/fault-tolerance.md); 1 or 2, at most PS_NUM_SERVER.
+  // next ones of the ring (docs/fault-tolerance.md); 1 to PS_NUM_SERVER.
   // Only the scheduler's counts, as above.
   int replication = 1;
   bool replication_set = false;
