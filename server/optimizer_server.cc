@@ -244,9 +244,12 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
   }
   size_t n = data.keys.size();
   std::vector<uint8_t> taken_before;
+  bool taken_already = false;  // every key: a push-pull goes on for its pull and copies
   if (meta.push && (meta.replica_of >= 0 || meta.resent) &&
       TakenBefore(meta, data, &taken_before) == n && n > 0) {
-    return AnswerDuplicate(meta, data);
+    if (!meta.pull) return AnswerDuplicate(meta, data);
+    NoteDuplicate(meta);
+    taken_already = true;
   }
   if (options_.sync_aggregation) {
     if (meta.push && !IsWorkerId(meta.replica_of >= 0 ? meta.replica_of : meta.sender)) {
@@ -282,14 +285,14 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
     if (!bad.ok()) return Refuse(meta, bad);
   }
   Request* req = NewRequest(meta, data, 0);
-  if (!taken_before.empty()) {
+  if (!taken_before.empty() && !taken_already) {
     LOG_IF(INFO, replica_log_.ShouldLog())
         << "a push of request " << (meta.replica_of >= 0 ? meta.origin_request : meta.request_id)
         << " from node " << (meta.replica_of >= 0 ? meta.replica_of : meta.sender)
         << " was taken here before for some of its keys (a piece of a part split after a "
            "failover, or its copy): applied to the others only";
-    req->taken_before = std::move(taken_before);
   }
+  if (!taken_before.empty()) req->taken_before = std::move(taken_before);
   if (meta.chunk >= 0) {
     req->chunk = StoreKey{data.keys[0], meta.chunk, meta.chunk_offset, meta.value_len};
     req->chunk_len = chunk_len;
@@ -302,7 +305,7 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
     }
   }
   if (meta.pull) req->lens.assign(n, 0);
-  if (meta.push) {
+  if (meta.push && !taken_already) {
     pushes_taken_.fetch_add(1, std::memory_order_relaxed);
     CountPush(meta.replica_of >= 0 ? meta.replica_of : meta.sender);
   }

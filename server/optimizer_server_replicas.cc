@@ -211,8 +211,10 @@ size_t OptimizerServer::TakenBefore(const KVMeta& meta, const KVPairs<float>& da
     return n;
   }
   // A copy from the part's first server holds every key of the part this server holds;
-  // a piece of a part split after a failover, or its copy, only its own.
-  const bool whole = copy && !meta.resent;
+  // a piece of a part split after a failover, or its copy, and a copy sent on by another
+  // server (a catch-up's late copy, PlanCatchUpForwards), only its own.
+  const bool whole =
+      copy && !meta.resent && meta.sender == Postoffice::ServerRankToID(meta.first_server);
   bool forgot_young = false, known = false;
   size_t taken =
       applied_copies_->Take(id, data.keys.data(), n, whole, before, &forgot_young, &known);
@@ -239,23 +241,17 @@ size_t OptimizerServer::TakenBefore(const KVMeta& meta, const KVPairs<float>& da
   return taken;
 }
 
-void OptimizerServer::AnswerDuplicate(const KVMeta& meta, const KVPairs<float>& data) {
+void OptimizerServer::NoteDuplicate(const KVMeta& meta) {
   const uint64_t n = duplicates_.fetch_add(1, std::memory_order_relaxed) + 1;
   LOG_IF(INFO, replica_log_.ShouldLog())
       << "a push of request " << (meta.replica_of >= 0 ? meta.origin_request : meta.request_id)
       << " from node " << (meta.replica_of >= 0 ? meta.replica_of : meta.sender)
       << " was taken here before (a copy, then the part sent again after a failover, or the "
          "other way round): answered without applying it again (" << n << " so far)";
-  if (meta.pull) {
-    // Its push is here already: what is left is the pull.
-    KVMeta pull = meta;
-    pull.push = false;
-    pull.resent = false;
-    KVPairs<float> keys;
-    keys.keys = data.keys;
-    Handle(pull, keys);
-    return;
-  }
+}
+
+void OptimizerServer::AnswerDuplicate(const KVMeta& meta, const KVPairs<float>& data) {
+  NoteDuplicate(meta);
   // A part sent again goes on to the replicas that live (they may not have it: they
   // tell for themselves); a copy goes no further.
   std::vector<Message> copies;

@@ -50,6 +50,8 @@ class ZmqVan : public Van {
   int control_port() const override { return receivers_[1].port; }
   Status Connect(int node_id, const std::string& endpoint,
                  const std::string& control_endpoint, bool with_identity) override;
+  Status Reconnect(int node_id, const std::string& endpoint,
+                   const std::string& control_endpoint) override;
   void Disconnect(int node_id) override;
   Status Send(const Message& msg, SendMode mode, Channel channel) override;
   void Stop() override;
@@ -189,6 +191,9 @@ class ZmqVan : public Van {
   // or nullptr.
   void* NewPeerSocket(const std::string& endpoint, bool with_identity, Status* error);
   static void CloseLink(Link* link, int linger_ms);
+  // Connect (fresh: Reconnect): sets up node_id's links to the endpoints.
+  Status ConnectLinks(int node_id, const std::string& endpoint,
+                      const std::string& control_endpoint, bool with_identity, bool fresh);
   std::shared_ptr<Peer> FindPeer(int node_id);
   void LogDropped(const std::string& reason);
 

@@ -78,6 +78,18 @@ void ZmqVan::CloseLink(Link* link, int linger_ms) {
 
 Status ZmqVan::Connect(int node_id, const std::string& endpoint,
                        const std::string& control_endpoint, bool with_identity) {
+  return ConnectLinks(node_id, endpoint, control_endpoint, with_identity, /*fresh=*/false);
+}
+
+Status ZmqVan::Reconnect(int node_id, const std::string& endpoint,
+                         const std::string& control_endpoint) {
+  return ConnectLinks(node_id, endpoint, control_endpoint, /*with_identity=*/true,
+                      /*fresh=*/true);
+}
+
+Status ZmqVan::ConnectLinks(int node_id, const std::string& endpoint,
+                            const std::string& control_endpoint, bool with_identity,
+                            bool fresh) {
   if (!started_ || stopped_) return Status::Unavailable("van is not running");
   const std::string* wanted[2] = {&endpoint, &control_endpoint};
   std::shared_ptr<Peer> peer;
@@ -104,7 +116,7 @@ Status ZmqVan::Connect(int node_id, const std::string& endpoint,
     void* old = nullptr;
     {
       std::lock_guard<std::mutex> lock(link.mu);
-      if (link.endpoint == *wanted[c] && link.with_identity == with_identity &&
+      if (!fresh && link.endpoint == *wanted[c] && link.with_identity == with_identity &&
           (link.socket || wanted[c]->empty())) {
         continue;
       }
@@ -122,6 +134,11 @@ Status ZmqVan::Connect(int node_id, const std::string& endpoint,
       link.shm.reset();
       link.shm_possible = c == static_cast<int>(Channel::kData) && options_.zmq.shm &&
                           socket && OnThisHost(link.endpoint);
+    }
+    if (old && fresh) {
+      // Queued for a process that is gone: at the same endpoint it would reach the new one.
+      const int no_linger = 0;
+      zmq_setsockopt(old, ZMQ_LINGER, &no_linger, sizeof(no_linger));
     }
     if (old) zmq_close(old);  // with the van's linger: what is queued may still go out
   }

@@ -199,14 +199,18 @@ void Postoffice::InstallMembership(MembershipView view) {
     if (n.alive()) van_->AdmitIdentity(n.identity);
     const Node* before = old->Find(n.id);
     if (n.id == my_node_.id) continue;
-    if (n.alive() && before && before->alive() && before->identity != n.identity) {
+    const bool new_process =
+        n.alive() && before && before->alive() && before->identity != n.identity;
+    if (new_process) {
       // A new process in a dead node's place, and this node missed the version that
-      // said it died: the old process goes first (its connection, what is queued or
-      // numbered for it; its requests below), as if that version had come.
+      // said it died: the old process goes first (what is queued or numbered for it;
+      // its requests below), as if that version had come. Its connections are replaced
+      // at once (Reconnect, below): a send meanwhile, which reads the table before this
+      // one, must never find the node unconnected and take it for a live one that
+      // failed it.
       Node old_process = *before;
       old_process.state = Node::kDead;
       replaced.push_back(old_process);
-      if (!is_scheduler()) van_->Disconnect(n.id);
       for (auto& outbox : outbox_) {
         if (outbox) outbox->DropPeer(n.id);
       }
@@ -216,7 +220,9 @@ void Postoffice::InstallMembership(MembershipView view) {
     if (n.alive() && (!before || !before->alive() || before->identity != n.identity ||
                       before->endpoint != n.endpoint ||
                       before->control_endpoint != n.control_endpoint)) {
-      Status s = van_->Connect(n.id, n.endpoint, n.control_endpoint);
+      Status s = new_process && !is_scheduler()
+                     ? van_->Reconnect(n.id, n.endpoint, n.control_endpoint)
+                     : van_->Connect(n.id, n.endpoint, n.control_endpoint);
       if (!s.ok()) LOG(ERROR) << "cannot connect to " << n.DebugString() << ": " << s;
     }
     if (!n.alive() && (!before || before->alive())) gone.push_back(n);

@@ -83,6 +83,8 @@ herdps_server_death_test(replication_launched replication_test.py launched LAUNC
 # server another piece goes to: each key's increment counts once.
 herdps_server_death_test(replication_three_copies_two_servers_killed_at_once
                          replication_test.py stall_then_kill_two_of_four)
+herdps_server_death_test(replication_three_copies_two_servers_killed_at_once_push_pull
+                         replication_test.py stall_then_kill_two_of_four_push_pull)
 # Fault schedules drawn from a seed (kills, stops, both with lost messages, servers
 # added, leaving, killed and replaced or re-replicated, with lost messages): every
 # acknowledged increment counted once. One seed each here (elastic: seed 4, an add, a

@@ -59,6 +59,10 @@ HOW is one of:
                           that gets another piece of the same part; each key counts once.
                           Runs up to 3 times until the servers' logs show such a meeting
                           (most runs do), and fails if none did.
+  stall_then_kill_two_of_four_push_pull
+                          as stall_then_kill_two_of_four with KVWorker::PushPull: a
+                          push-pull a new owner took before as a copy has its pull
+                          served and its copies sent on; runs until a run shows one too.
   launched                as kill_one_of_three under tracker/launch (LAUNCH) with
                           --env PS_REPLICATION=2: the launcher says the job goes on and
                           exits 0.
@@ -227,20 +231,23 @@ def kill_one_of_three(app, f, lossy=False):
     its requests wait with their copies taken and their answers not sent yet: when it is
     killed, the workers send those parts again to the replicas that took the copies.
     Returns how many pushes the survivors said they had taken before (a lower bound)."""
-    return kill_servers(app, f, SERVERS, 2, [1], lossy)
+    return kill_servers(app, f, SERVERS, 2, [1], lossy)[0]
 
 
 def kill_servers(app, f, servers, replication, killed, lossy=False, per_push=1, window=16,
-                 stalled=False):
+                 stalled=False, push_pull=False):
     """`servers` servers with PS_REPLICATION=`replication`; the servers of ranks `killed`
     get SIGKILL at the same moment mid-run (lossy: each loses half of what it receives
-    before, as in kill_one_of_three); each push adds 1 to `per_push` keys. Returns as
-    kill_one_of_three."""
+    before, as in kill_one_of_three; stalled: each gets SIGSTOP 0.5 s before); each push
+    (push_pull: a KVWorker::PushPull) adds 1 to `per_push` keys. Returns (pushes the
+    survivors said they had taken before, pushes whose pieces met on a survivor), lower
+    bounds both."""
     pushes = 600 if lossy else PUSHES
     killed_names = [f"server {r}" for r in killed]
     with Job() as job:
         args = [f"--pushes={pushes}", f"--keys={KEYS}", f"--keys_per_push={per_push}"] + \
-            ([f"--window={window}"] if lossy or stalled else [])
+            ([f"--window={window}"] if lossy or stalled else []) + \
+            (["--push_pull"] if push_pull else [])
         env = dict(HEARTBEAT_ENV, PS_REPLICATION=str(replication))
         node_env = {}
         if lossy:
@@ -288,7 +295,7 @@ def kill_servers(app, f, servers, replication, killed, lossy=False, per_push=1, 
         print(f"pushes whose pieces met on a server: at least {pieces}")
         left = job.left()
         f.expect(left == [], f"processes left: {left}")
-        return pieces if stalled else taken_twice
+        return taken_twice, pieces
 
 
 # Per worker, ~1 ms apart: two deaths (each declared PS_HEARTBEAT_TIMEOUT after it) and a
@@ -425,17 +432,21 @@ def push_sent_again_after_its_copy(app, f, attempts=4):
              "exercise the de-duplication it is for")
 
 
-def pieces_met_after_two_deaths(app, f, attempts=3):
+def pieces_met_after_two_deaths(app, f, push_pull=False, attempts=3):
     """stall_then_kill_two_of_four: runs until one shows a push whose pieces met on a
-    server (most do), each checked in full."""
+    server (most do), each checked in full; with push_pull, until one also shows a
+    push-pull a survivor had taken before (its pull served, its copies sent on)."""
     for attempt in range(1, attempts + 1):
-        met = kill_servers(app, f, 4, 3, [1, 2], per_push=8, stalled=True)
-        if met > 0:
+        taken_twice, met = kill_servers(app, f, 4, 3, [1, 2], per_push=8, stalled=True,
+                                        push_pull=push_pull)
+        if met > 0 and (taken_twice > 0 or not push_pull):
             print(f"run {attempt}: pieces of one part met on a server {met} times at least")
             return
-        print(f"run {attempt}: no two pieces of a part met on a server; again")
-    f.append(f"in {attempts} runs no two pieces of a part met on a server: the test did not "
-             "exercise the key-by-key de-duplication it is for")
+        print(f"run {attempt}: no two pieces of a part met on a server"
+              + (" or no push-pull came twice" if push_pull else "") + "; again")
+    f.append(f"in {attempts} runs no two pieces of a part met on a server"
+             + (" (with a push-pull that came twice)" if push_pull else "")
+             + ": the test did not exercise the key-by-key de-duplication it is for")
 
 
 def launched(app, launch, f):
@@ -515,7 +526,8 @@ def linear(app, launch, f, restart=False):
 def main():
     hows = ("replicas_are_identical", "kill_one_of_three", "kill_one_of_three_lossy",
             "replaced_then_another_killed", "rereplicated_then_another_killed", "launched",
-            "linear", "linear_restarted", "kill_two_of_four", "stall_then_kill_two_of_four")
+            "linear", "linear_restarted", "kill_two_of_four", "stall_then_kill_two_of_four",
+            "stall_then_kill_two_of_four_push_pull")
     launched_hows = ("launched", "linear", "linear_restarted")
     if len(sys.argv) not in (3, 4) or sys.argv[1] not in hows or \
             (sys.argv[1] in launched_hows) != (len(sys.argv) == 4):
@@ -532,6 +544,8 @@ def main():
         return run_checks(lambda f: kill_servers(app, f, 4, 3, [1, 2], per_push=8))
     if how == "stall_then_kill_two_of_four":
         return run_checks(lambda f: pieces_met_after_two_deaths(app, f))
+    if how == "stall_then_kill_two_of_four_push_pull":
+        return run_checks(lambda f: pieces_met_after_two_deaths(app, f, push_pull=True))
     return run_checks(lambda f: {"replicas_are_identical": replicas_are_identical,
                                  "kill_one_of_three": kill_one_of_three,
                                  "replaced_then_another_killed":

@@ -47,6 +47,7 @@
 DEFINE_int32(keys, 64, "counters (keys 0 .. keys-1, spread over the servers)");
 DEFINE_int32(pushes, 3000, "acknowledged pushes each worker makes");
 DEFINE_int32(keys_per_push, 1, "counters each push adds 1 to (at most --keys)");
+DEFINE_bool(push_pull, false, "push with KVWorker::PushPull (the values read are not used)");
 DEFINE_int32(push_gap_us, 1000, "pause between two pushes");
 DEFINE_int32(window, 1, "pushes in flight per worker (1: each waited for before the next)");
 DEFINE_int32(retry_ms, 100, "pause after a failed push");
@@ -100,7 +101,12 @@ int RunWorker() {
   std::vector<uint32_t> acks_per_bucket;  // per 50 ms since `started`
   // Pushes issued and not waited for yet (their timestamps and keys, oldest first), and
   // the keys of failed pushes, pushed again.
-  std::deque<std::pair<int, std::vector<ps::Key>>> in_flight;
+  struct InFlight {
+    int timestamp;
+    std::vector<ps::Key> keys;
+    std::unique_ptr<std::vector<float>> pulled;  // --push_pull: written until it ends
+  };
+  std::deque<InFlight> in_flight;
   std::deque<std::vector<ps::Key>> again;
   const int per_push = std::min(std::max(FLAGS_keys_per_push, 1), FLAGS_keys);
   const size_t window = static_cast<size_t>(std::max(FLAGS_window, 1));
@@ -118,14 +124,23 @@ int RunWorker() {
         }
         std::sort(keys.begin(), keys.end());
       }
-      const int timestamp = kv.Push(keys, std::vector<float>(keys.size(), -1.0f));
-      in_flight.emplace_back(timestamp, std::move(keys));
+      const std::vector<float> ones(keys.size(), -1.0f);
+      std::unique_ptr<std::vector<float>> pulled;
+      int timestamp = 0;
+      if (FLAGS_push_pull) {
+        pulled = std::make_unique<std::vector<float>>();
+        timestamp = kv.PushPull(keys, ones, pulled.get());
+      } else {
+        timestamp = kv.Push(keys, ones);
+      }
+      in_flight.push_back(InFlight{timestamp, std::move(keys), std::move(pulled)});
       if (FLAGS_push_gap_us > 0) {
         std::this_thread::sleep_for(std::chrono::microseconds(FLAGS_push_gap_us));
       }
     }
-    const int timestamp = in_flight.front().first;
-    std::vector<ps::Key> keys = std::move(in_flight.front().second);
+    const int timestamp = in_flight.front().timestamp;
+    std::vector<ps::Key> keys = std::move(in_flight.front().keys);
+    std::unique_ptr<std::vector<float>> pulled = std::move(in_flight.front().pulled);
     in_flight.pop_front();
     ps::Status s = kv.Wait(timestamp);
     if (s.ok()) {

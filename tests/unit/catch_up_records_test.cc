@@ -152,6 +152,15 @@ TEST(CatchUpRecords, AppliedIdsTravelExactly) {
   odd.lens[0] = 9;  // an id and half a key
   odd.lens[1] = 11;
   EXPECT_FALSE(DecodeAppliedIds(odd, &read).ok());
+  KVPairs<float> negative = EncodeAppliedIds(ids, /*max_floats=*/64).front();
+  negative.lens[0] = -8;
+  EXPECT_FALSE(DecodeAppliedIds(negative, &read).ok());
+  KVPairs<float> short_lens = EncodeAppliedIds(ids, /*max_floats=*/64).front();
+  short_lens.lens.resize(short_lens.lens.size() - 1);
+  EXPECT_FALSE(DecodeAppliedIds(short_lens, &read).ok());
+  KVPairs<float> longer = EncodeAppliedIds(ids, /*max_floats=*/64).front();
+  longer.lens[2] = 10;  // a key more than the words hold
+  EXPECT_FALSE(DecodeAppliedIds(longer, &read).ok());
   KVPairs<float> unsorted = EncodeAppliedIds({ids[1]}, /*max_floats=*/64).front();
   std::swap(unsorted.vals[8], unsorted.vals[10]);
   std::swap(unsorted.vals[9], unsorted.vals[11]);

@@ -203,9 +203,12 @@ class OptimizerServer {
   // push in (*held, resized to the keys when any, says which).
   size_t HeldFromCatchUps(const KVMeta& meta, const KVPairs<float>& data,
                           std::vector<uint8_t>* held);
-  // Answers a push taken before without applying it again (its pull, if any, is
-  // served; a part sent again still goes on to the replicas that live).
+  // Answers a push (not a push-pull: Handle serves those, applying no key) taken before
+  // without applying it again; a part sent again still goes on to the replicas that
+  // live.
   void AnswerDuplicate(const KVMeta& meta, const KVPairs<float>& data);
+  // Counts and logs a push taken before.
+  void NoteDuplicate(const KVMeta& meta);
   // Catch-up (optimizer_server_catch_up.cc): a new server in a dead one's place gets,
   // from each live server, the keys the two hold, then the copies of later pushes; a
   // server added to the job, the keys the grown ring gives it; while a server leaves,

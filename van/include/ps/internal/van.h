@@ -152,6 +152,13 @@ class Van {
   virtual Status Connect(int node_id, const std::string& endpoint,
                          const std::string& control_endpoint, bool with_identity = true) = 0;
 
+  // As Connect, with new connections even where an endpoint is unchanged (a new process
+  // at a node's endpoints), each put in place of the old one at once: what was queued
+  // for the old process is discarded, and a send meanwhile goes on the old connection
+  // or the new one, never finds the node unconnected.
+  virtual Status Reconnect(int node_id, const std::string& endpoint,
+                           const std::string& control_endpoint) = 0;
+
   // Forgets `node_id`: its connection is closed (unless another node id shares it)
   // and messages queued for it are discarded. Later sends to it fail with
   // Unavailable. Idempotent.
