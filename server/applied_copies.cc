@@ -73,8 +73,8 @@ size_t AppliedCopies::Take(const Id& id, const uint64_t* keys, size_t n, bool wh
   std::lock_guard<std::mutex> lock(mu_);
   auto it = ids_.find(id);
   if (known) *known = it != ids_.end();
-  if (it != ids_.end()) return Merge(&it->second, keys, n, whole, before);
   if (n == 0) return 0;  // nothing to record (and an empty list stands for whole)
+  if (it != ids_.end()) return Merge(&it->second, keys, n, whole, before);
   std::vector<uint64_t>* listed = Insert(id, forgot_young);
   if (!whole) listed->assign(keys, keys + n);
   return 0;

@@ -248,7 +248,7 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
   if (meta.push && (meta.replica_of >= 0 || meta.resent) &&
       TakenBefore(meta, data, &taken_before) == n && n > 0) {
     if (!meta.pull) return AnswerDuplicate(meta, data);
-    NoteDuplicate(meta);
+    NoteDuplicatePushPull(meta);
     taken_already = true;
   }
   if (options_.sync_aggregation) {
@@ -256,7 +256,11 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
       return Refuse(
           meta, Status::InvalidArgument("synchronous aggregation takes pushes from workers only"));
     }
-    Status clock = CheckClock(meta, closing_below_.load(std::memory_order_acquire),
+    // A push-pull taken before is only its pull now: checked as one (its round may
+    // have closed).
+    KVMeta checked = meta;
+    if (taken_already) checked.push = false;
+    Status clock = CheckClock(checked, closing_below_.load(std::memory_order_acquire),
                               ShardStore::kMaxClocksAhead);
     if (!clock.ok()) return Refuse(meta, clock);
   }
@@ -395,7 +399,8 @@ void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positio
       StoreKey key = whole ? StoreKey{req->data.keys[p]} : req->chunk;
       ShardStore::Slot slot;
       if (push && !taken_before.empty() && taken_before[p]) {
-        if (pull) failed = store.Find(key, 0, options_.default_length, &slot);
+        if (pull && whole) failed = store.Find(key, 0, options_.default_length, &slot);
+        if (pull && !whole) failed = store.Find(key, req->chunk_len, req->chunk_len, &slot);
       } else if (push) {
         size_t begin = req->offsets.empty() ? p * req->width : req->offsets[p];
         size_t len = req->offsets.empty() ? req->width : req->offsets[p + 1] - begin;

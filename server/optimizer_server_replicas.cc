@@ -250,6 +250,14 @@ void OptimizerServer::NoteDuplicate(const KVMeta& meta) {
          "other way round): answered without applying it again (" << n << " so far)";
 }
 
+void OptimizerServer::NoteDuplicatePushPull(const KVMeta& meta) {
+  const uint64_t n = duplicate_push_pulls_.fetch_add(1, std::memory_order_relaxed) + 1;
+  LOG_IF(INFO, push_pull_log_.ShouldLog())
+      << "a push-pull of request " << meta.request_id << " from node " << meta.sender
+      << " was taken here before: its pull is served and its copies sent on, its push not "
+         "applied again (" << n << " so far)";
+}
+
 void OptimizerServer::AnswerDuplicate(const KVMeta& meta, const KVPairs<float>& data) {
   NoteDuplicate(meta);
   // A part sent again goes on to the replicas that live (they may not have it: they

@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <chrono>
 #include <mutex>
+#include <set>
+#include <string>
+#include <utility>
 
 #include "barrier_releases.h"
 #include "customer_directory.h"
@@ -195,6 +198,9 @@ void Postoffice::InstallMembership(MembershipView view) {
   view.ring = view.ring.WithFailover(replication_, dead_servers);
   std::vector<Node> gone;
   std::vector<Node> replaced;  // live before and now, but another process (below)
+  // Endpoints of new processes connected afresh so far: node ids of one process share
+  // its connections, replaced once.
+  std::set<std::pair<std::string, std::string>> reconnected;
   for (const Node& n : view.nodes) {
     if (n.alive()) van_->AdmitIdentity(n.identity);
     const Node* before = old->Find(n.id);
@@ -220,9 +226,10 @@ void Postoffice::InstallMembership(MembershipView view) {
     if (n.alive() && (!before || !before->alive() || before->identity != n.identity ||
                       before->endpoint != n.endpoint ||
                       before->control_endpoint != n.control_endpoint)) {
-      Status s = new_process && !is_scheduler()
-                     ? van_->Reconnect(n.id, n.endpoint, n.control_endpoint)
-                     : van_->Connect(n.id, n.endpoint, n.control_endpoint);
+      const bool fresh = new_process && !is_scheduler() &&
+                         reconnected.insert({n.endpoint, n.control_endpoint}).second;
+      Status s = fresh ? van_->Reconnect(n.id, n.endpoint, n.control_endpoint)
+                       : van_->Connect(n.id, n.endpoint, n.control_endpoint);
       if (!s.ok()) LOG(ERROR) << "cannot connect to " << n.DebugString() << ": " << s;
     }
     if (!n.alive() && (!before || before->alive())) gone.push_back(n);

@@ -239,9 +239,9 @@ def kill_servers(app, f, servers, replication, killed, lossy=False, per_push=1, 
     """`servers` servers with PS_REPLICATION=`replication`; the servers of ranks `killed`
     get SIGKILL at the same moment mid-run (lossy: each loses half of what it receives
     before, as in kill_one_of_three; stalled: each gets SIGSTOP 0.5 s before); each push
-    (push_pull: a KVWorker::PushPull) adds 1 to `per_push` keys. Returns (pushes the
-    survivors said they had taken before, pushes whose pieces met on a survivor), lower
-    bounds both."""
+    (push_pull: a KVWorker::PushPull, whose answers are checked) adds 1 to `per_push`
+    keys. Returns (pushes the survivors said they had taken before, push-pulls with
+    push_pull; pushes whose pieces met on a survivor), lower bounds both."""
     pushes = 600 if lossy else PUSHES
     killed_names = [f"server {r}" for r in killed]
     with Job() as job:
@@ -293,6 +293,17 @@ def kill_servers(app, f, servers, replication, killed, lossy=False, per_push=1, 
             r"came again with keys it was not taken for .*\((\d+) so far\)", p.text())] or [0])
             for p in survivors)
         print(f"pushes whose pieces met on a server: at least {pieces}")
+        if push_pull:
+            push_pulls = sum(max([int(n) for n in re.findall(
+                r"a push-pull of request .* was taken here before: .*\((\d+) so far\)",
+                p.text())] or [0]) for p in survivors)
+            print(f"push-pulls a server had taken before: at least {push_pulls}")
+            taken_twice = push_pulls
+            for r in range(WORKERS):
+                m = re.search(rf"worker {r} push-pull answers wrong (\d+)", texts[r])
+                f.expect(m is not None and m.group(1) == "0",
+                         f"worker {r}: push-pull answers wrong: "
+                         + (m.group(1) if m else "not reported"))
         left = job.left()
         f.expect(left == [], f"processes left: {left}")
         return taken_twice, pieces

@@ -95,6 +95,7 @@ int RunWorker() {
   Tally tally;
   uint64_t acknowledged = 0;
   uint64_t failed = 0;
+  uint64_t wrong_pulls = 0;  // --push_pull: answers without a value >= 1 per key
   int next_key = rank % FLAGS_keys;
   Say("worker %d pid %d started", rank, static_cast<int>(getpid()));
   const double started = WallNow();
@@ -145,6 +146,15 @@ int RunWorker() {
     ps::Status s = kv.Wait(timestamp);
     if (s.ok()) {
       ++acknowledged;
+      if (pulled) {
+        // SGD at learning rate 1: each value counts the pushes to its key, this one too.
+        bool right = pulled->size() == keys.size();
+        for (float v : *pulled) right = right && v >= 1.0f;
+        if (!right && wrong_pulls++ == 0) {
+          Say("worker %d: a push-pull answered %zu values for %zu keys, or a value below 1",
+              rank, pulled->size(), keys.size());
+        }
+      }
       const size_t bucket = static_cast<size_t>((WallNow() - started) / 0.05);
       if (bucket >= acks_per_bucket.size()) acks_per_bucket.resize(bucket + 1, 0);
       ++acks_per_bucket[bucket];
@@ -164,6 +174,10 @@ int RunWorker() {
   std::string buckets;
   for (uint32_t n : acks_per_bucket) buckets += " " + std::to_string(n);
   Say("worker %d acks per 50 ms from %.3f:%s", rank, started, buckets.c_str());
+  if (FLAGS_push_pull) {
+    Say("worker %d push-pull answers wrong %llu", rank,
+        static_cast<unsigned long long>(wrong_pulls));
+  }
   ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
   if (rank == 0) {
     std::vector<ps::Key> keys;

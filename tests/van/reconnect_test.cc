@@ -1,7 +1,8 @@
 // Van::Reconnect (van/include/ps/internal/van.h): a new process at a node's endpoints
-// gets fresh connections. What was queued for the old process never reaches the new
-// one, and sends that run while the connections are replaced never find the node
-// unconnected (Disconnect then Connect would fail them in between).
+// gets fresh connections. What was queued for the old process and not delivered never
+// reaches the new one (Connect keeps the old connection, which would deliver it once the
+// new process listens), and sends that run while the connections are replaced never find
+// the node unconnected (Disconnect then Connect would fail them in between).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -45,13 +46,14 @@ TEST(Reconnect, WhatWasQueuedForTheOldProcessNeverReachesTheNewOne) {
   for (int i = 0; i < 5; ++i) {
     sender->Send(Numbered(100 + i), SendMode::kNonBlocking, Channel::kData);
   }
+  // Replaced before the new process listens: no connection can have reached it yet.
+  ASSERT_TRUE(sender->Reconnect(1, endpoint, control_endpoint).ok());
   RecordingVan new_process([&](VanOptions* o) {
     o->port = port;
     o->control_port = control_port;
   });
   ASSERT_TRUE(new_process.status().ok()) << new_process.status();
   ASSERT_EQ(new_process->endpoint(), endpoint);
-  ASSERT_TRUE(sender->Reconnect(1, endpoint, control_endpoint).ok());
   for (int i = 0; i < 5; ++i) {
     ASSERT_TRUE(sender->Send(Numbered(200 + i), SendMode::kBlocking, Channel::kData).ok());
   }

@@ -207,8 +207,9 @@ class OptimizerServer {
   // without applying it again; a part sent again still goes on to the replicas that
   // live.
   void AnswerDuplicate(const KVMeta& meta, const KVPairs<float>& data);
-  // Counts and logs a push taken before.
+  // Counts and logs a push taken before; a push-pull (whose push was).
   void NoteDuplicate(const KVMeta& meta);
+  void NoteDuplicatePushPull(const KVMeta& meta);
   // Catch-up (optimizer_server_catch_up.cc): a new server in a dead one's place gets,
   // from each live server, the keys the two hold, then the copies of later pushes; a
   // server added to the job, the keys the grown ring gives it; while a server leaves,
@@ -313,6 +314,8 @@ class OptimizerServer {
   std::atomic<uint64_t> duplicates_{0};
   std::atomic<uint64_t> pieces_met_{0};  // ids taken again for keys not taken yet
   LogLimiter pieces_log_;
+  std::atomic<uint64_t> duplicate_push_pulls_{0};
+  LogLimiter push_pull_log_;
   LogLimiter replica_log_;
   int clock_listener_ = -1;  // sync_aggregation: closes rounds as the clocks move
   // sync_aggregation: the newest minimum whose rounds every shard has been asked to

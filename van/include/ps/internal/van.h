@@ -154,8 +154,10 @@ class Van {
 
   // As Connect, with new connections even where an endpoint is unchanged (a new process
   // at a node's endpoints), each put in place of the old one at once: what was queued
-  // for the old process is discarded, and a send meanwhile goes on the old connection
-  // or the new one, never finds the node unconnected.
+  // for the old process and not delivered yet is discarded (a connection that reached
+  // the new process by itself, at the same endpoint, may have delivered some), and a
+  // send meanwhile goes on the old connection or the new one, never finds the node
+  // unconnected. Connections that several node ids share are replaced for all of them.
   virtual Status Reconnect(int node_id, const std::string& endpoint,
                            const std::string& control_endpoint) = 0;
 
