@@ -289,13 +289,6 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
     if (!bad.ok()) return Refuse(meta, bad);
   }
   Request* req = NewRequest(meta, data, 0);
-  if (!taken_before.empty() && !taken_already) {
-    LOG_IF(INFO, replica_log_.ShouldLog())
-        << "a push of request " << (meta.replica_of >= 0 ? meta.origin_request : meta.request_id)
-        << " from node " << (meta.replica_of >= 0 ? meta.replica_of : meta.sender)
-        << " was taken here before for some of its keys (a piece of a part split after a "
-           "failover, or its copy): applied to the others only";
-  }
   if (!taken_before.empty()) req->taken_before = std::move(taken_before);
   if (meta.chunk >= 0) {
     req->chunk = StoreKey{data.keys[0], meta.chunk, meta.chunk_offset, meta.value_len};

@@ -241,25 +241,13 @@ size_t OptimizerServer::TakenBefore(const KVMeta& meta, const KVPairs<float>& da
   return taken;
 }
 
-void OptimizerServer::NoteDuplicate(const KVMeta& meta) {
+void OptimizerServer::AnswerDuplicate(const KVMeta& meta, const KVPairs<float>& data) {
   const uint64_t n = duplicates_.fetch_add(1, std::memory_order_relaxed) + 1;
   LOG_IF(INFO, replica_log_.ShouldLog())
       << "a push of request " << (meta.replica_of >= 0 ? meta.origin_request : meta.request_id)
       << " from node " << (meta.replica_of >= 0 ? meta.replica_of : meta.sender)
       << " was taken here before (a copy, then the part sent again after a failover, or the "
          "other way round): answered without applying it again (" << n << " so far)";
-}
-
-void OptimizerServer::NoteDuplicatePushPull(const KVMeta& meta) {
-  const uint64_t n = duplicate_push_pulls_.fetch_add(1, std::memory_order_relaxed) + 1;
-  LOG_IF(INFO, push_pull_log_.ShouldLog())
-      << "a push-pull of request " << meta.request_id << " from node " << meta.sender
-      << " was taken here before: its pull is served and its copies sent on, its push not "
-         "applied again (" << n << " so far)";
-}
-
-void OptimizerServer::AnswerDuplicate(const KVMeta& meta, const KVPairs<float>& data) {
-  NoteDuplicate(meta);
   // A part sent again goes on to the replicas that live (they may not have it: they
   // tell for themselves); a copy goes no further.
   std::vector<Message> copies;
@@ -270,6 +258,14 @@ void OptimizerServer::AnswerDuplicate(const KVMeta& meta, const KVPairs<float>& 
     return;
   }
   SendReplicaCopies(NewRequest(meta, data, static_cast<int>(copies.size())), &copies);
+}
+
+void OptimizerServer::NoteDuplicatePushPull(const KVMeta& meta) {
+  const uint64_t n = duplicate_push_pulls_.fetch_add(1, std::memory_order_relaxed) + 1;
+  LOG_IF(INFO, push_pull_log_.ShouldLog())
+      << "a push-pull of request " << meta.request_id << " from node " << meta.sender
+      << " was taken here before: its pull is served and its copies sent on, its push not "
+         "applied again (" << n << " so far)";
 }
 
 void OptimizerServer::SendReplicaCopies(Request* request, std::vector<Message>* copies) {

@@ -207,8 +207,7 @@ class OptimizerServer {
   // without applying it again; a part sent again still goes on to the replicas that
   // live.
   void AnswerDuplicate(const KVMeta& meta, const KVPairs<float>& data);
-  // Counts and logs a push taken before; a push-pull (whose push was).
-  void NoteDuplicate(const KVMeta& meta);
+  // Counts and logs a push-pull whose push was taken before.
   void NoteDuplicatePushPull(const KVMeta& meta);
   // Catch-up (optimizer_server_catch_up.cc): a new server in a dead one's place gets,
   // from each live server, the keys the two hold, then the copies of later pushes; a
