@@ -16,16 +16,6 @@
 namespace ps {
 namespace {
 
-Message Numbered(int head) {
-  Message msg;
-  msg.meta.sender = 9;
-  msg.meta.recipient = 1;
-  msg.meta.head = head;
-  msg.data.push_back(SArray<char>(64, 'x'));
-  msg.meta.data_type.push_back(DataType::kChar);
-  return msg;
-}
-
 TEST(Reconnect, WhatWasQueuedForTheOldProcessNeverReachesTheNewOne) {
   RecordingVan sender;
   ASSERT_TRUE(sender.status().ok());

@@ -92,6 +92,18 @@ class RecordingVan {
   std::vector<std::thread::id> threads_;
 };
 
+// A data message from node 9 to node 1 with head `head` and one 64-byte frame: what a
+// test sends to tell messages apart by their head.
+inline Message Numbered(int head) {
+  Message msg;
+  msg.meta.sender = 9;
+  msg.meta.recipient = 1;
+  msg.meta.head = head;
+  msg.data.push_back(SArray<char>(64, 'x'));
+  msg.meta.data_type.push_back(DataType::kChar);
+  return msg;
+}
+
 }  // namespace ps
 
 #endif  // HERDPS_TESTS_VAN_RECORDING_VAN_H_
