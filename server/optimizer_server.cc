@@ -126,7 +126,8 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
   // A new server in a replicated job catches up from the live servers instead: a
   // checkpoint of the dead one would bring back keys erased since.
   const bool catches_up =
-      Postoffice::Get()->replication() >= 2 && Postoffice::Get()->is_recovery();
+      (Postoffice::Get()->replication() >= 2 && Postoffice::Get()->is_recovery()) ||
+      Postoffice::Get()->catching_up();
   if (!options_.checkpoint_dir.empty() && options_.resume && !catches_up) {
     Status loaded = LoadCheckpoint(CheckpointPath());
     if (loaded.ok()) {
@@ -147,6 +148,15 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
       }
       closing_below_.store(minimum, std::memory_order_release);
     });
+  }
+  {
+    // Made while the server serves keys: the ring it holds them by (CopiesPushes), read
+    // before the handle that reads it is set.
+    const MembershipView* view = Postoffice::Get()->membership();
+    const Node* me = view->Find(Postoffice::Get()->my_id());
+    if (me && (me->state == Node::kLive || me->state == Node::kLeaving)) {
+      settled_servers_ = view->ring.servers();
+    }
   }
   // The handle only splits requests onto the shards' bounded queues: it runs on the
   // data receive thread, so a request crosses one hand-off (to its shard).
@@ -310,7 +320,7 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
   // parts are queued (the copies of this node's earlier requests left before).
   std::vector<Message> copies;
   // Read here, not at construction: an OptimizerServer may be made before ps::Start.
-  if (meta.push && meta.replica_of < 0 && Postoffice::Get()->replication() >= 2) {
+  if (meta.push && meta.replica_of < 0 && CopiesPushes()) {
     copies = PlanReplicaCopies(meta, data);
   } else if (meta.push && !catch_up_sending_.empty()) {
     copies = PlanCatchUpForwards(meta, data);  // a late copy of a push on keys sent in slices

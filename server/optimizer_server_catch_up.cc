@@ -1,4 +1,5 @@
-// OptimizerServer: catching up a new server in a dead one's place (PS_REPLICATION >= 2,
+// OptimizerServer: catching up a new server in a dead one's place (PS_REPLICATION >= 2),
+// and moving keys while a server is added or leaves (any PS_REPLICATION;
 // docs/fault-tolerance.md).
 //
 // The scheduler admits the new server as joining: every node connects to it, and each
@@ -49,6 +50,12 @@ constexpr std::chrono::milliseconds kSlicePeriod{10};
 // has the new table by then (a table goes out at once; one missed comes with the next
 // heartbeat's answer).
 constexpr std::chrono::seconds kDropAfterRingChange{2};
+// With one copy of each key, how long after a ring change a server still copies the
+// pushes it takes to the keys' servers by the ring (CopiesPushes): a push planned by
+// the old ring that comes late (sent again after a loss, or from a worker whose table
+// came late) still reaches the key's new server. Longer than the erase: such a push
+// would come back as a stale key here, never served, rather than be lost.
+constexpr std::chrono::seconds kCopyAfterRingChange{30};
 
 }  // namespace
 
@@ -67,9 +74,9 @@ void OptimizerServer::BeginCatchUpLocked(const MembershipView& view) {
     // erased since, which the catch-up would not remove.
     catch_up_failed_ = true;
     LOG(ERROR) << "this server resumed from " << restored().checkpoint << " before it knew "
-               << "it catches up from its replicas: it will not take its keys over (with "
-               << "PS_REPLICATION >= 2 a new server must start empty; make the "
-               << "OptimizerServer after ps::Start, which then skips the checkpoint)";
+               << "it catches up from the other servers: it will not take its keys over (a "
+               << "server that catches up must start empty; make the OptimizerServer after "
+               << "ps::Start, which then skips the checkpoint)";
   }
   const Node* me = view.Find(po->my_id());
   LOG(INFO) << "server " << po->my_rank()
@@ -81,7 +88,7 @@ void OptimizerServer::BeginCatchUpLocked(const MembershipView& view) {
 
 void OptimizerServer::OnMembership(const MembershipView& view) {
   Postoffice* po = Postoffice::Get();
-  if (po->replication() < 2 || !po->is_server()) return;
+  if (!po->is_server()) return;
   const Node* me = view.Find(po->my_id());
   if (!me) return;
   std::lock_guard<std::mutex> lock(catch_up_mu_);
@@ -98,11 +105,24 @@ void OptimizerServer::OnMembership(const MembershipView& view) {
   if (me->state == Node::kLive && view.ring.servers() != placed_servers_) {
     const bool changed = !placed_servers_.empty();
     placed_servers_ = view.ring.servers();
-    if (changed) DropKeysNotHeldLater(view.ring);
+    if (changed) {
+      DropKeysNotHeldLater(view.ring);
+    } else {
+      // Its first table as a live server: the ring it holds its keys by (CopiesPushes).
+      std::shared_ptr<Lifeline> lifeline = lifeline_;
+      std::vector<int> servers = placed_servers_;
+      po->van()->RunOnReceiver(Channel::kData, [this, lifeline, servers] {
+        std::lock_guard<std::mutex> alive(lifeline->mu);
+        if (lifeline->alive && settled_servers_.empty()) settled_servers_ = servers;
+      });
+    }
   }
   OnLeaveLocked(view, *me);
   for (const Node& n : view.nodes) {
-    const bool catches_up = n.state == Node::kJoining || n.state == Node::kEntering;
+    // With one copy of each key a server in a dead one's place resumes from its
+    // checkpoint: nobody holds its keys to send.
+    const bool catches_up = (n.state == Node::kJoining && po->replication() >= 2) ||
+                            n.state == Node::kEntering;
     if (n.role != Node::kServerRole || !catches_up || n.id == me->id) continue;
     if (!catch_up_sent_.insert({n.id, n.identity}).second) continue;
     const int rank = n.rank;
@@ -124,6 +144,16 @@ void OptimizerServer::DropKeysNotHeldLater(const ConsistentHashRing& ring) {
   const uint64_t changed_at = Postoffice::Get()->membership()->version;
   // A node that has not learned of the change yet may still send a key here (a copy
   // from its old owner): erased at once, it would come back as a stale remnant.
+  po->control_loop()->RunAfter(kCopyAfterRingChange, [this, lifeline, placed] {
+    Postoffice* po = Postoffice::Get();
+    if (po->membership()->ring.servers() != placed->servers()) return;  // changed again
+    po->van()->RunOnReceiver(Channel::kData, [this, lifeline, placed] {
+      std::lock_guard<std::mutex> alive(lifeline->mu);
+      // On the thread CopiesPushes runs on. A ring change under way meanwhile copies
+      // anyway, and one done since settles later by its own ring.
+      if (lifeline->alive) settled_servers_ = placed->servers();
+    });
+  });
   po->control_loop()->RunAfter(kDropAfterRingChange, [this, lifeline, placed, changed_at] {
     Postoffice* po = Postoffice::Get();
     if (po->membership()->ring.servers() != placed->servers()) return;  // changed again
@@ -646,11 +676,15 @@ void OptimizerServer::CheckCaughtUpLocked(const MembershipView& view) {
     catch_up_failed_ = true;
     LOG(ERROR) << "server " << Postoffice::IDtoRank(id) << " died before it sent this server "
                << "its keys: this server will not take its keys over, and the keys the two "
-               << "held are lost (two servers down at once)";
+               << "held are lost ("
+               << (Postoffice::Get()->replication() >= 2 ? "two servers down at once"
+                                                         : "one copy of each key")
+               << ")";
     return;
   }
   catch_up_done_ = true;
   catch_up_from_.clear();  // the next round's ends are its own
+  checkpoint_soon_.store(true);
   // A live server took the keys of one that leaves; a new one holds all of its own.
   if (round_epoch_ == 0) caught_up_ = true;
   Postoffice::Get()->CatchUpDone(catch_up_ticket_);

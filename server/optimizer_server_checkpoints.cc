@@ -97,12 +97,14 @@ void OptimizerServer::MaybeCheckpoint() {
   if (options_.checkpoint_dir.empty()) return;
   if (Postoffice::Get()->catching_up()) return;  // its state is not whole yet
   uint64_t pushes = pushes_taken_.load();
-  bool due = (options_.checkpoint_every_pushes &&
+  bool due = checkpoint_soon_.load() ||
+             (options_.checkpoint_every_pushes &&
               pushes - last_checkpoint_pushes_ >= options_.checkpoint_every_pushes) ||
              (options_.checkpoint_every_seconds > 0 &&
               NowSeconds() - last_checkpoint_time_ >= options_.checkpoint_every_seconds);
   if (!due) return;
   if (writing_.load()) return;  // the last save is still being written: try later
+  checkpoint_soon_.store(false);
   last_checkpoint_pushes_ = pushes;
   last_checkpoint_time_ = NowSeconds();
   // On the receive thread, after this request's parts were queued: the snapshot is

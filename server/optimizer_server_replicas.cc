@@ -1,7 +1,9 @@
 // OptimizerServer: replication (PS_REPLICATION >= 2, docs/fault-tolerance.md). A push
 // a worker sends to a key's owner is forwarded to the key's other live replicas, each
 // getting the keys it holds; the worker's answer waits until the owner applied it and
-// every copy was answered, so an acknowledged update is on every live replica.
+// every copy was answered, so an acknowledged update is on every live replica. With one
+// copy of each key the same copies take a push to the keys' next server while keys move
+// (CopiesPushes).
 //
 // Copies leave on the receive thread in the order requests are taken, over one
 // connection per replica, so a replica applies each key's pushes in the owner's order:
@@ -24,6 +26,14 @@
 #include "ps/optimizer_server.h"
 
 namespace ps {
+
+bool OptimizerServer::CopiesPushes() {
+  Postoffice* po = Postoffice::Get();
+  if (po->replication() >= 2) return true;
+  const MembershipView* view = po->membership();
+  if (settled_servers_.empty()) settled_servers_ = view->ring.servers();
+  return view->ring_changing() || view->ring.servers() != settled_servers_;
+}
 
 std::vector<Message> OptimizerServer::PlanReplicaCopies(const KVMeta& meta,
                                                        const KVPairs<float>& data) {

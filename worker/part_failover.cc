@@ -1,12 +1,13 @@
-// RequestPipeline: failover of request parts (PS_REPLICATION >= 2,
-// docs/fault-tolerance.md). When a server dies, the parts of requests in flight that
-// were sent to it go again, with the same request id and marked resent, to the servers
-// that took its keys over (each key's first live replica); a part whose keys went to
-// several servers is split. A replica that already took the push (a copy from the dead
-// server) answers without applying it again, so each push applies once. The request
-// ends early, as without replication, when a key has no live replica, when the part's
-// values are encoded (a codec's frame cannot be split by key), or when the part was
-// kept from before replication was known.
+// RequestPipeline: failover of request parts (PS_REPLICATION >= 2, or a server leaving
+// the job with any PS_REPLICATION; docs/fault-tolerance.md). When a server dies or
+// leaves, the parts of requests in flight that were sent to it go again, with the same
+// request id and marked resent, to the servers that took its keys over (each key's
+// first live replica); a part whose keys went to several servers is split. A server
+// that already took the push (a copy from the one that died or left) answers without
+// applying it again, so each push applies once. The request ends early, as without
+// replication, when a key has no live replica, when the part's values are encoded (a
+// codec's frame cannot be split by key), or when the part was not kept (planned before
+// replication was known, or before its server began to leave).
 #include <glog/logging.h>
 
 #include <cstring>
@@ -62,16 +63,43 @@ Subset Pick(const Message& sent, const std::vector<uint32_t>& picks, size_t elem
 void RequestPipeline::KeepSentParts(Pending* p, const std::vector<Message>& messages) {
   for (size_t i = 0; i < messages.size() && i < p->parts.size(); ++i) {
     const Message& m = messages[i];
-    if (!KeepsSentPart(m.data.empty() ? 0 : m.data[0].size())) continue;  // never sent again
+    // A lent part (planned before its server began to leave) is the server's once sent.
+    if (p->parts[i].lent ||
+        !KeepsSentPart(p->parts[i].server, m.data.empty() ? 0 : m.data[0].size())) {
+      continue;  // never sent again
+    }
     p->parts[i].sent = std::make_unique<Message>(messages[i]);
     p->parts[i].first_server = p->parts[i].server;
     p->parts[i].first_part = static_cast<int64_t>(i);
-    if (Postoffice::Get()->replication() >= 2) {
+    if (SendsAgainTo(p->parts[i].server)) {
       const Node* server = Postoffice::Get()->membership()->Find(
           Postoffice::ServerRankToID(p->parts[i].server));
       if (server) p->parts[i].process = server->identity;
     }
   }
+}
+
+bool RequestPipeline::SendsAgainTo(int rank) {
+  Postoffice* po = Postoffice::Get();
+  if (po->replication() >= 2) return true;
+  const Node* server = po->membership()->Find(Postoffice::ServerRankToID(rank));
+  return server && server->state == Node::kLeaving;
+}
+
+bool RequestPipeline::FailsWithoutCopies(const MembershipView& view, const Pending& p) {
+  if (Postoffice::Get()->replication() >= 2) return false;
+  bool left = false;
+  for (const Part& part : p.parts) {
+    // A server that left is out of the table; one that died stays in it, dead (or is
+    // in it again, a new process in its place).
+    const Node* server = view.Find(Postoffice::ServerRankToID(part.server));
+    if (!server) {
+      left = true;
+    } else if (!server->alive()) {
+      return true;
+    }
+  }
+  return !left;
 }
 
 bool RequestPipeline::PartServerGone(const MembershipView& view, const Part& part) {
@@ -83,12 +111,12 @@ bool RequestPipeline::PartServerGone(const MembershipView& view, const Part& par
 bool RequestPipeline::FailOverLater(uint64_t id, const Status& status) {
   if (status.code() != Status::Code::kUnavailable) return false;
   Postoffice* po = Postoffice::Get();
-  if (po->replication() < 2) return false;
   const MembershipView* view = po->membership();
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = pending_.find(id);
     if (it == pending_.end() || it->second->question) return false;
+    if (FailsWithoutCopies(*view, *it->second)) return false;
     bool dead_part = false;
     for (const Part& part : it->second->parts) {
       if (!part.answered && PartServerGone(*view, part)) dead_part = true;
@@ -105,13 +133,14 @@ bool RequestPipeline::FailOverLater(uint64_t id, const Status& status) {
 
 bool RequestPipeline::RerouteUnsent(const Message& unsent) {
   Postoffice* po = Postoffice::Get();
-  if (!unsent.meta.request || po->replication() < 2) return false;
+  if (!unsent.meta.request) return false;
   const MembershipView* view = po->membership();
   const uint64_t id = unsent.meta.request_id;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = pending_.find(id);
     if (it == pending_.end() || it->second->question) return false;
+    if (FailsWithoutCopies(*view, *it->second)) return false;
     const std::vector<Part>& parts = it->second->parts;
     if (unsent.meta.part >= parts.size()) return false;
     const Part& part = parts[unsent.meta.part];
@@ -141,7 +170,9 @@ void RequestPipeline::Reroute(uint64_t id) {
     for (size_t i = 0; i < count && failed.ok(); ++i) {
       if (p.parts[i].answered || !PartServerGone(*view, p.parts[i])) continue;
       const int dead = p.parts[i].server;
-      if (!p.parts[i].sent) {
+      // Lent arrays (the server's once sent) or encoded keys (a part kept for key caching
+      // only, or planned before its server began to leave) cannot go again.
+      if (!p.parts[i].sent || p.parts[i].lent || p.parts[i].sent->meta.keys_encoded) {
         failed = Status::Unavailable("server " + std::to_string(dead) + " died and this part "
                                      "was not kept to send again");
         break;
@@ -238,7 +269,7 @@ void RequestPipeline::Reroute(uint64_t id) {
   customer_->AddPeers(id, peers);
   LOG_IF(WARNING, !out.empty() && failover_log_.ShouldLog())
       << "request " << out.front().meta.timestamp << ": " << out.size() << " part(s) whose "
-      << "server died sent again to the servers that took its keys over ("
+      << "server died or left sent again to the servers that took its keys over ("
       << failover_log_.count() << " requests so far)";
   // A new server that died before it was added to the request's peers: its death did
   // not end the request, so its parts go again from here.

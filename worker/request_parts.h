@@ -88,6 +88,9 @@ struct RequestPipeline::Part {
   std::vector<uint32_t> positions;
   int32_t chunk = -1;               // the chunk it carries (positions holds its key)
   bool keys_lent = false;           // its keys are in a buffer the transport lent
+  // Some of its frames (keys or values) are in buffers the transport lent: never sent
+  // again (Van::LendSendBuffers), even when kept.
+  bool lent = false;
   uint64_t chunk_offset = 0;        // the chunk's first value within the key
   uint64_t chunk_len = 0;           // values in the chunk
   bool answered = false;
@@ -100,10 +103,10 @@ struct RequestPipeline::Part {
   uint64_t asked_hash = 0;
   bool asked_by_hash = false;
   KVFrames answer;
-  // With PS_REPLICATION >= 2, or when its keys may go as a list id: the message as
-  // planned (keys raw), to send again to the replica that takes over if its server
-  // dies, or with its keys if the server has not kept their list; and the rank and
-  // part index it was first sent as.
+  // With PS_REPLICATION >= 2 (or to a server leaving the job), or when its keys may go
+  // as a list id: the message as planned, to send again to the replica that takes over
+  // if its server dies or leaves, or with its keys if the server has not kept their
+  // list; and the rank and part index it was first sent as.
   std::unique_ptr<Message> sent;
   int first_server = -1;
   int64_t first_part = -1;

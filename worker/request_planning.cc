@@ -23,6 +23,7 @@ struct ServerShare {
   SArray<Key> keys;
   SArray<char> vals;
   bool keys_lent = false;  // keys in a buffer the transport lent (Van::LendSendBuffers)
+  bool vals_lent = false;  // likewise its values
 };
 
 // Makes a share's arrays for `count` keys of `bytes` of values each.
@@ -266,7 +267,8 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
           LendForPart(share->server, {count * sizeof(Key), count * bytes});
       share->keys_lent = !lent[0].empty();
       share->keys = share->keys_lent ? SArray<Key>(lent[0]) : NewLargeArray<Key>(count);
-      share->vals = lent[1].empty() ? RawBuffer(count * bytes) : lent[1];
+      share->vals_lent = !lent[1].empty();
+      share->vals = share->vals_lent ? lent[1] : RawBuffer(count * bytes);
     };
     int only = -1;
     std::vector<ServerShare> shares = SplitPushByServer(ring, num_servers, req.keys, req.vals,
@@ -280,6 +282,7 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
       Part part;
       part.server = share.server;
       part.keys_lent = share.keys_lent;
+      part.lent = share.keys_lent || share.vals_lent;
       add_part(std::move(part), share.keys, share.vals, {}, 0);
     }
     return;
@@ -357,6 +360,7 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
       // the split push above (a pull's parts then keep their keys' hash, Part::asked).
       SArray<Key> keys(LendForPart(part.server, {part.positions.size() * sizeof(Key)})[0]);
       part.keys_lent = !keys.empty();
+      part.lent = part.keys_lent;
       SArray<char> vals;
       SArray<int> lens;
       GatherPart(req, offsets, width, part.positions, &keys, &vals, &lens);

@@ -29,9 +29,13 @@ void Postoffice::RemoveMembershipListener(int id) {
 }
 
 bool Postoffice::catching_up() const {
-  if (replication_ < 2 || !is_recovery()) return false;
+  if (!is_recovery()) return false;
   const Node* me = membership_.Get()->Find(my_node_.id);
-  return me && (me->state == Node::kJoining || me->state == Node::kEntering);
+  // With one copy of each key a server in a dead one's place has nobody to catch up
+  // from (it resumes from its checkpoint); an added server gets its keys from their
+  // owners whatever PS_REPLICATION is.
+  return me && ((me->state == Node::kJoining && replication_ >= 2) ||
+                me->state == Node::kEntering);
 }
 
 int Postoffice::AddCatchUp(uint64_t leave_version) {

@@ -54,11 +54,6 @@ Status Postoffice::Withdraw() {
   const std::string cannot = "this server cannot leave the running job: ";
   if (!is_server()) return Status::InvalidArgument(cannot + "only a server leaves this way");
   if (!join_->joined()) return Status::InvalidArgument(cannot + "it has not joined yet");
-  if (replication_ < 2) {
-    return Status::InvalidArgument(
-        cannot + "leaving needs PS_REPLICATION >= 2 (the servers that will hold its keys "
-                 "take them while it serves them)");
-  }
   if (key_placement_ != ConsistentHashRing::kRing) {
     return Status::InvalidArgument(
         cannot + "with PS_KEY_PLACEMENT=range every rank owns a fixed range of keys");

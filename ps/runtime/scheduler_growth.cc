@@ -25,11 +25,6 @@ bool SchedulerRole::AdmitAddedServer(const Node& joining, std::string* why) {
                     "(PS_KEY_PLACEMENT=ring lets servers be added)";
     return false;
   }
-  if (config_.replication < 2) {
-    *why = cannot + "adding servers needs PS_REPLICATION >= 2 (the servers that held a "
-                    "key keep serving it while the workers learn the grown ring)";
-    return false;
-  }
   if (config_.chunk_bytes != 0) {
     *why = cannot + "values in chunks are striped over the ranks, which a new rank would "
                     "change for most of them: a job whose servers change needs "
@@ -43,9 +38,11 @@ bool SchedulerRole::AdmitAddedServer(const Node& joining, std::string* why) {
     next_rank = std::max(next_rank, n.rank + 1);
     if (n.state == Node::kDead && n.id != view_.retiring) {
       *why = cannot + "server " + std::to_string(n.rank) + " is dead (a new server takes "
-             "its place first: start it with PS_RANK=" + std::to_string(n.rank) + "; or "
-             "start this one again once the dead one's keys are re-replicated, "
-             "PS_REREPLICATE_AFTER after its death)";
+             "its place first: start it with PS_RANK=" + std::to_string(n.rank) +
+             (config_.replication >= 2
+                  ? "; or start this one again once the dead one's keys are re-replicated, "
+                    "PS_REREPLICATE_AFTER after its death)"
+                  : ")");
       return false;
     }
     if (n.state == Node::kLeft) {

@@ -37,9 +37,8 @@ void SchedulerRole::HandleWithdraw(const Message& msg) {
   }
   // The server checked these before it asked (Postoffice::Withdraw).
   std::string cannot;
-  if (config_.replication < 2 || config_.key_placement != ConsistentHashRing::kRing ||
-      config_.chunk_bytes != 0) {
-    cannot = "leaving needs PS_REPLICATION >= 2, PS_KEY_PLACEMENT=ring and PS_CHUNK_BYTES=0";
+  if (config_.key_placement != ConsistentHashRing::kRing || config_.chunk_bytes != 0) {
+    cannot = "leaving needs PS_KEY_PLACEMENT=ring and PS_CHUNK_BYTES=0";
   } else if (placed <= static_cast<size_t>(config_.replication)) {
     cannot = "without it fewer than PS_REPLICATION=" + std::to_string(config_.replication) +
              " servers would hold each key";

@@ -5,10 +5,10 @@ the same moments after the job recovered from the one before.
 
 Usage: fault_schedule_test.py SCHEDULE SEEDS APP
 
-2 workers and 3 servers started by hand, PS_REPLICATION=2, SGD counters: each worker
-pushes -1 (a counter's +1) to one of 64 keys at a time, about 1 ms apart, until PUSHES
-were acknowledged. Faults come one at a time, each 0.5 to 2 s (drawn) after the job
-recovered from the one before, on a server drawn from those live:
+2 workers and 3 servers started by hand, PS_REPLICATION=2 (1 in elastic_one_copy), SGD
+counters: each worker pushes -1 (a counter's +1) to one of 64 keys at a time, about 1 ms
+apart, until PUSHES were acknowledged. Faults come one at a time, each 0.5 to 2 s (drawn)
+after the job recovered from the one before, on a server drawn from those live:
 
 SCHEDULE is one of:
   kills   3 faults: SIGKILL, and a new server started in the dead one's place at once
@@ -27,6 +27,10 @@ SCHEDULE is one of:
           needs). Catch-ups go at PS_CATCH_UP_RATE=0.001 (1 kB/s: a key per
           slice), so that pushes, copies and faults come between their slices.
           As mixed, every node loses 2% of what it receives, 16 pushes in flight.
+  elastic_one_copy
+          as elastic with PS_REPLICATION=1 and only adds and leaves (a death loses
+          keys with one copy): 5 faults, each drawn from those the job's 3 to 5
+          servers allow.
   cuts    4 faults, each drawn: a server's network cable pulled for 10-50% of
           PS_HEARTBEAT_TIMEOUT, then plugged back in (nobody dies); or pulled until the
           server is declared dead, then plugged back in (it reads that it is dead and
@@ -60,15 +64,17 @@ from replication_test import HEARTBEAT_ENV, check_counts  # noqa: E402
 WORKERS = 2
 SERVERS = 3
 KEYS = 64
-PUSHES = {"kills": 16000, "stops": 16000, "mixed": 8000, "elastic": 8000, "cuts": 16000}
+PUSHES = {"kills": 16000, "stops": 16000, "mixed": 8000, "elastic": 8000,
+          "elastic_one_copy": 8000, "cuts": 16000}
 # Pushes in flight per worker: with messages lost, one push in ~7 waits for a resend
 # (100 ms); 16 at a time keep the workload going meanwhile.
-WINDOW = {"kills": 1, "stops": 1, "mixed": 16, "elastic": 16, "cuts": 1}
-FAULTS = {"kills": 3, "stops": 3, "mixed": 4, "elastic": 5, "cuts": 4}
+WINDOW = {"kills": 1, "stops": 1, "mixed": 16, "elastic": 16, "elastic_one_copy": 16, "cuts": 1}
+FAULTS = {"kills": 3, "stops": 3, "mixed": 4, "elastic": 5, "elastic_one_copy": 5, "cuts": 4}
 # cuts: server r on host SERVER_HOSTS[r], the scheduler and the workers on JOB_HOST.
 SERVER_HOSTS = ("a", "b", "c")
 JOB_HOST = "d"
-LOSSY = ("mixed", "elastic")
+LOSSY = ("mixed", "elastic", "elastic_one_copy")
+ELASTIC = ("elastic", "elastic_one_copy")
 # Elastic: the keys of every ring change go a key per slice, about 30 ms apart, so that
 # pushes, copies and faults come between the slices of one catch-up.
 CATCH_UP_RATE_MB = "0.001"
@@ -92,6 +98,9 @@ def draw_faults(schedule, seed):
             kind = rng.choice(["kill", "stop", "stop_dead"])
         elif schedule == "cuts":
             kind = rng.choice(["cut", "cut_dead"])
+        elif schedule == "elastic_one_copy":
+            kind = rng.choice((["join"] if len(live) < 5 else []) +
+                              (["leave"] if len(live) > 3 else []))
         else:
             kind = rng.choice(["kill"] + (["join"] if len(live) < 5 else []) +
                               (["leave", "retire"] if len(live) > 3 else []))
@@ -159,10 +168,10 @@ def run_one(schedule, seed, app, f, net=None):
         for host in SERVER_HOSTS:
             net.restore(host)  # a run that failed mid-cut left it pulled
     with Job() as job:
-        env = dict(HEARTBEAT_ENV, PS_REPLICATION="2")
+        env = dict(HEARTBEAT_ENV, PS_REPLICATION="1" if schedule == "elastic_one_copy" else "2")
         if schedule in LOSSY:
             env.update(PS_RESEND="1", PS_RESEND_TIMEOUT="100", PS_DROP_RATE="0.02")
-        if schedule == "elastic":
+        if schedule in ELASTIC:
             # Values are never chunked here (one float per key); a job whose servers
             # change must say so.
             env.update(PS_LEAVE_ON_SIGTERM="1", PS_CHUNK_BYTES="0", PS_REREPLICATE_AFTER="1",

@@ -88,9 +88,10 @@ herdps_server_death_test(replication_three_copies_two_servers_killed_at_once_pus
 # Fault schedules drawn from a seed (kills, stops, both with lost messages, servers
 # added, leaving, killed and replaced or re-replicated, with lost messages): every
 # acknowledged increment counted once. One seed each here (elastic: seed 4, an add, a
-# re-replication, a kill and a new server, an add and a leave);
+# re-replication, a kill and a new server, an add and a leave; elastic_one_copy, with
+# PS_REPLICATION=1: seed 1, two adds, two leaves, an add);
 # docs/fault-tolerance.md gives the figures over many seeds.
-foreach(schedule_seed kills:1 stops:1 mixed:1 elastic:4)
+foreach(schedule_seed kills:1 stops:1 mixed:1 elastic:4 elastic_one_copy:1)
   string(REPLACE ":" ";" parts ${schedule_seed})
   list(GET parts 0 schedule)
   list(GET parts 1 seed)
@@ -125,6 +126,11 @@ herdps_server_death_test(server_added_throttled server_added_test.py added_throt
 # A server added, then another one leaving gracefully on SIGTERM (PS_LEAVE_ON_SIGTERM=1):
 # the others take its keys over while it serves them, it exits 0, nothing is lost.
 herdps_server_death_test(server_added_then_removed server_added_test.py added_then_removed)
+# The same with one copy of each key (PS_REPLICATION=1): the keys move, each key's one
+# copy from its server to its new one, and the parts in flight to the server that left
+# go to its keys' new servers; nothing is lost or applied twice.
+herdps_server_death_test(server_added_then_removed_one_copy server_added_test.py
+                         added_then_removed_one_copy)
 # A server added while another one is stopped (SIGSTOP): the add waits for the stopped
 # one's keys until it is declared dead, then is called off; the new server exits 1
 # saying why, the dead one's keys fail over, nothing is lost or applied twice.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A server added to a running job (PS_REPLICATION=2), nodes started by hand as on
+"""A server added to a running job (PS_REPLICATION=2 unless said), nodes started by hand as on
 several hosts, with the counter workload of server_restart_app.cc.
 
 HOW is one of:
@@ -28,6 +28,14 @@ HOW is one of:
                     while it serves them, then it leaves the table and exits 0. Counts
                     exact, every process exits 0; prints the keys that moved for each
                     change against the ring's share.
+  added_by_hand_one_copy, added_then_removed_one_copy
+                    as added_by_hand and added_then_removed with PS_REPLICATION=1: each
+                    key's one copy moves, a push that reaches a key's old server by the
+                    old ring is copied to its new one, and the parts in flight to the
+                    server that left go to its keys' new servers. Checkpoints every hour
+                    (PS_CHECKPOINT_DIR): the servers that took keys save them at once
+                    (the files must appear within 10 s of each change). At the end
+                    each key is on exactly one server.
   added_while_another_stopped
                     as added_by_hand, but server 1 gets SIGSTOP just before the fourth
                     server starts: the new server waits for server 1's keys, which never
@@ -92,12 +100,14 @@ def rates_around(worker_texts, at, before_s=1.0, after_s=1.0):
     return before, lowest
 
 
-def start_counters(job, app, args, leave_on_sigterm, env_over=None):
+def start_counters(job, app, args, leave_on_sigterm, env_over=None, copies=2):
     """The counter workload on SERVERS servers and WORKERS workers started by hand, once
-    the workers have pushed for ADD_AT_S. Chunks are off: a value in chunks is striped
-    over the ranks, which an added server would change for most of them (the catch-up
-    refuses them). env_over: settings over the test's. Returns the nodes by name."""
-    env = dict(HEARTBEAT_ENV, PS_REPLICATION="2", PS_CHUNK_BYTES="0", **(env_over or {}))
+    the workers have pushed for ADD_AT_S, with PS_REPLICATION=copies. Chunks are off: a
+    value in chunks is striped over the ranks, which an added server would change for
+    most of them (the catch-up refuses them). env_over: settings over the test's.
+    Returns the nodes by name."""
+    env = dict(HEARTBEAT_ENV, PS_REPLICATION=str(copies), PS_CHUNK_BYTES="0",
+               **(env_over or {}))
     if leave_on_sigterm:
         env["PS_LEAVE_ON_SIGTERM"] = "1"
     nodes = job.start_by_hand(app, WORKERS, SERVERS, args, extra_env=env)
@@ -259,6 +269,9 @@ CATCH_UP_RATE_MB = 0.01
 
 
 def added(app, f, how):
+    # PS_REPLICATION=1: each key's one copy moves (the ring's share is then 1/N).
+    copies = 1 if how.endswith("_one_copy") else 2
+    how = how[:-len("_one_copy")] if copies == 1 else how
     count = 2 if how == "added_twice" else 1
     remove = how == "added_then_removed"
     throttled = how == "added_throttled"
@@ -267,7 +280,13 @@ def added(app, f, how):
         os.makedirs(save)
         args = [f"--pushes={PUSHES}", f"--keys={KEYS}", f"--save_dir={save}"]
         env = {"PS_CATCH_UP_RATE": str(CATCH_UP_RATE_MB)} if throttled else {}
-        nodes = start_counters(job, app, args, leave_on_sigterm=remove, env_over=env)
+        periodic = os.path.join(job.tmp.name, "periodic")
+        if copies == 1:
+            # Checkpoints once an hour: a file within the run is the one a server saves
+            # once it took keys in a catch-up.
+            env.update(PS_CHECKPOINT_DIR=periodic, PS_CHECKPOINT_EVERY="3600s")
+        nodes = start_counters(job, app, args, leave_on_sigterm=remove, env_over=env,
+                               copies=copies)
         scheduler = nodes["scheduler"]
         template = nodes["server 0"]
         added_env = {k: v for k, v in template.env.items() if k != "PS_RANK"}
@@ -285,6 +304,10 @@ def added(app, f, how):
                 return
         print(f"{count} server(s) added and caught up {time.time() - added_at:.2f} s after "
               "they started")
+        if copies == 1:
+            saved = [os.path.join(periodic, f"server-{rank}.ckpt") for rank in ranks]
+            f.expect(wait_until(lambda: all(os.path.exists(p) for p in saved), 10),
+                     f"the added servers did not save their keys once caught up: {saved}")
         f.expect(all(nodes[f"worker {r}"].poll() is None for r in range(WORKERS)),
                  "the workers had finished before the add: the test exercised nothing")
         if remove:
@@ -297,6 +320,10 @@ def added(app, f, how):
                             "the scheduler did not say server 0 left the job"):
                 return
             print(f"server 0 left the job {time.time() - asked_at:.2f} s after its SIGTERM")
+            if copies == 1:
+                took = [os.path.join(periodic, f"server-{r}.ckpt") for r in range(1, SERVERS)]
+                f.expect(wait_until(lambda: all(os.path.exists(p) for p in took), 10),
+                         f"the servers that took server 0's keys did not save them: {took}")
             f.expect(all(nodes[f"worker {r}"].poll() is None for r in range(WORKERS)),
                      "the workers had finished before the leave: the test exercised nothing")
         everyone = list(nodes.values()) + new
@@ -321,9 +348,9 @@ def added(app, f, how):
             moved = sum(leave_sent.values())
             total = SERVERS + count
             print(f"server 0 left: {moved} of {KEYS} keys got a new copy ({moved / KEYS:.3f}; "
-                  f"the keys it held are 2/{total} = {2 / total:.3f} of them, and "
-                  f"{moved / (2 * KEYS):.3f} of the copies moved, against 1/{total} = "
-                  f"{1 / total:.3f}), to servers {sorted(leave_sent)}")
+                  f"the keys it held are {copies}/{total} = {copies / total:.3f} of them, "
+                  f"and {moved / (copies * KEYS):.3f} of the copies moved, against "
+                  f"1/{total} = {1 / total:.3f}), to servers {sorted(leave_sent)}")
             f.expect(0 < moved < KEYS, f"{moved} keys moved when server 0 left")
             f.expect(0 not in leave_sent, "the leaving server was sent keys")
         if throttled:
@@ -346,9 +373,9 @@ def added(app, f, how):
             sent = sum(int(n) for p in everyone for n in re.findall(pattern, p.text()))
             total = servers_before + 1
             print(f"server {rank}: {sent} of {KEYS} keys moved to it ({sent / KEYS:.3f}; the "
-                  f"ring's share with 2 copies of each key is 2/{total} = {2 / total:.3f}, "
-                  f"and {sent / (2 * KEYS):.3f} of the copies, against 1/{total} = "
-                  f"{1 / total:.3f})")
+                  f"ring's share with {copies} copies of each key is {copies}/{total} = "
+                  f"{copies / total:.3f}, and {sent / (copies * KEYS):.3f} of the copies, "
+                  f"against 1/{total} = {1 / total:.3f})")
             f.expect(0 < sent < KEYS, f"{sent} keys moved to server {rank}")
             path = os.path.join(save, f"server-{rank}.ckpt")
             if not f.expect(os.path.exists(path), f"server {rank} saved nothing"):
@@ -360,6 +387,9 @@ def added(app, f, how):
                 got = sent + leave_sent.get(rank, 0)
                 f.expect(got == len(held), f"server {rank} was sent {got} keys and holds "
                          f"{len(held)}")
+            if copies == 1:  # its keys' old copies are erased: nothing to compare with
+                servers_before += 1
+                continue
             others = {}
             for r in range(SERVERS + count):
                 if r != rank:
@@ -376,20 +406,20 @@ def added(app, f, how):
                      f"of server {rank} equal no other copy")
             servers_before += 1
         # Two seconds after each change every server erased the keys it no longer holds:
-        # at the end each key is on exactly 2 of the servers in the job, identical.
+        # at the end each key is on exactly `copies` of the servers in the job, identical.
         final = [r for r in range(SERVERS + count) if not (remove and r == 0)]
         states = {r: read_checkpoint(os.path.join(save, f"server-{r}.ckpt")) for r in final}
-        copies = {}
+        held_by = {}
         for r, state in states.items():
             for key, record in state.items():
-                copies.setdefault(key, []).append(record)
-        wrong = sum(1 for records in copies.values() if len(records) != 2)
-        differ = sum(1 for records in copies.values()
-                     if len(records) == 2 and records[0] != records[1])
-        print(f"{len(copies)} keys on servers {final}: {wrong} not on exactly 2 of them, "
-              f"{differ} whose 2 copies differ")
-        f.expect(len(copies) == KEYS, f"{len(copies)} keys, not {KEYS}")
-        f.expect(wrong == 0, f"{wrong} keys are not on exactly 2 servers")
+                held_by.setdefault(key, []).append(record)
+        wrong = sum(1 for records in held_by.values() if len(records) != copies)
+        differ = sum(1 for records in held_by.values()
+                     if len(records) == copies and any(r != records[0] for r in records))
+        print(f"{len(held_by)} keys on servers {final}: {wrong} not on exactly {copies} of "
+              f"them, {differ} whose {copies} copies differ")
+        f.expect(len(held_by) == KEYS, f"{len(held_by)} keys, not {KEYS}")
+        f.expect(wrong == 0, f"{wrong} keys are not on exactly {copies} servers")
         f.expect(differ == 0, f"{differ} keys' copies differ")
         left = job.left()
         f.expect(left == [], f"processes left: {left}")
@@ -397,6 +427,7 @@ def added(app, f, how):
 
 def main():
     hows = ("added_by_hand", "added_throttled", "added_twice", "added_then_removed",
+            "added_by_hand_one_copy", "added_then_removed_one_copy",
             "added_while_another_stopped", "removed_while_another_stopped",
             "added_while_another_stalls", "removed_while_another_stalls")
     if len(sys.argv) != 3 or sys.argv[1] not in hows:

@@ -178,6 +178,13 @@ class OptimizerServer {
   // other live replicas, one message per replica; sending them (the request's answer
   // then waits for theirs); their end, answered or not.
   std::vector<Message> PlanReplicaCopies(const KVMeta& meta, const KVPairs<float>& data);
+  // On the data receive thread: whether a push taken here is copied to other servers.
+  // Always with PS_REPLICATION >= 2. With one copy of each key only while keys move:
+  // while a server enters or leaves (the keys' next holders take the pushes after the
+  // keys they are sent), and for 30 s after a ring change (a worker that still routes
+  // by the old ring sends moved keys here: the copy takes the push to the key's server
+  // now).
+  bool CopiesPushes();
   // The messages of a push's copies: by_rank[r] the positions of its keys server r gets.
   // Of a worker's push, or (meta.replica_of >= 0) a copy sent on: its origin's names.
   std::vector<Message> CopiesFor(const KVMeta& meta, const KVPairs<float>& data,
@@ -309,6 +316,11 @@ class OptimizerServer {
   // its ServerOf names the server that sent this one a key.
   ConsistentHashRing catch_up_ring_;
   std::vector<int> placed_servers_;  // the ring's servers in the last table seen live
+  // Data receive thread only (once the request handle is set): the ring's servers by
+  // which this server holds exactly the keys it serves: the ring when it was made live
+  // (or, when a push comes first, the ring then), then, 30 s after each ring change, the
+  // changed ring.
+  std::vector<int> settled_servers_;
   std::atomic<bool> caught_up_{false};  // it holds its keys from its replicas
   std::atomic<uint64_t> duplicates_{0};
   std::atomic<uint64_t> pieces_met_{0};  // ids taken again for keys not taken yet
@@ -323,6 +335,9 @@ class OptimizerServer {
   std::mutex save_mu_;  // serialises snapshots and checkpoint writes
   std::thread writer_;  // writes the periodic checkpoints
   std::atomic<bool> writing_{false};
+  // Keys came in a catch-up (a ring change, or a new server): saved at the next push,
+  // not a checkpoint period later, so that a restart from the file has them.
+  std::atomic<bool> checkpoint_soon_{false};
   // Periodic checkpoints; used on the receive thread only.
   uint64_t last_checkpoint_pushes_ = 0;
   double last_checkpoint_time_ = 0;

@@ -217,7 +217,8 @@ class RequestPipeline {
   void LaunchHeldRequest(uint64_t id, ChunkSupport answer, const Status& failure);
   Status TakeAnswer(Part& part, const Pending& p, Message& msg);
   // Keeps each part's message as planned, for failover (part_failover.cc, with
-  // PS_REPLICATION >= 2) and for sending its keys again (key caching).
+  // PS_REPLICATION >= 2, or to a server leaving the job) and for sending its keys again
+  // (key caching).
   void KeepSentParts(Pending* p, const std::vector<Message>& messages);
   // Request `id` ends early with `status`: true when instead its parts whose server
   // died go again to their keys' new servers (posted to the customer's own thread), or
@@ -234,6 +235,13 @@ class RequestPipeline {
   // Whether the server process `part` went to is gone: not in the job, or replaced by
   // a new process in its place (another identity).
   static bool PartServerGone(const MembershipView& view, const Part& part);
+  // Whether parts sent to server `rank` can go again elsewhere once it is gone: with
+  // PS_REPLICATION >= 2 always; with one copy of each key only while it leaves the job
+  // gracefully (the servers that take its keys over hold every push it took).
+  static bool SendsAgainTo(int rank);
+  // With one copy of each key: whether request `p` ends as without failover, unless one
+  // of its servers left the job (out of the table) and none died (in it, not alive).
+  static bool FailsWithoutCopies(const MembershipView& view, const Pending& p);
   // Encodes the values of push parts whose keys have a codec; throws ps::Error (nothing
   // sent) on values a codec refuses.
   void Encode(const PipelineRequest& req, const Pending& p, std::vector<Message>* messages);
@@ -250,18 +258,19 @@ class RequestPipeline {
   void RememberAsked(Pending* p, const std::vector<Message>& messages);
   // Each part's KeyForm for its first send: kAsTheyAre where its keys are lent.
   static std::vector<KeyForm> KeyFormsOf(const std::vector<Part>& parts);
-  // Whether a part whose raw keys take `key_bytes` is kept after it is sent
-  // (Part::sent): with failover, or when its list may go as an id (key caching). Such
-  // a part's arrays must stay readable, so they are never lent by the transport.
-  bool KeepsSentPart(uint64_t key_bytes);
+  // Whether a part to server `rank` whose raw keys take `key_bytes` is kept after it is
+  // sent (Part::sent): with failover (SendsAgainTo), or when its list may go as an id
+  // (key caching). Such a part's arrays must stay readable, so they are never lent by
+  // the transport.
+  bool KeepsSentPart(int rank, uint64_t key_bytes);
   // Buffers the van lends for a part to server `rank` (Van::LendSendBuffers), sizes[0]
   // its raw keys' bytes; every entry empty for a part kept after it is sent.
   std::vector<SArray<char>> LendForPart(int rank, const std::vector<uint64_t>& sizes);
   // A borrowed push's parts whose keys are the caller's whole key list, one run
   // (ps-lite's benchmark at one server): encoded now, a few bytes, instead of copied
-  // (PipelineRequest::borrowed) and then encoded at SendPart. Not with failover, which
-  // splits parts by their raw keys, nor for a pull, whose parts keep their raw keys to
-  // check answers against (Part::asked).
+  // (PipelineRequest::borrowed) and then encoded at SendPart. Not with failover
+  // (SendsAgainTo), which splits parts by their raw keys, nor for a pull, whose parts
+  // keep their raw keys to check answers against (Part::asked).
   void EncodeBorrowedRuns(const PipelineRequest& req, std::vector<Message>* messages);
   SentKeyLists* SentLists();  // made at the first call
   // Prepares the part's keys, counts what it pushes (resends included), and sends; a

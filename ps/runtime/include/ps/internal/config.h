@@ -127,9 +127,10 @@ struct Config {
   // again). Negative: unset, RingChangeTimeoutSeconds's default; 0: never. Only the
   // scheduler's counts.
   double ring_change_timeout_s = -1;
-  // PS_CATCH_UP_RATE: with replication, the most MB per second a server sends to one
-  // other while the ring changes or a new server catches up (a slice of keys at a
-  // time, requests served between slices). 0: no bound.
+  // PS_CATCH_UP_RATE: the most MB per second a server sends to one other while the ring
+  // changes (a server added or leaving, any replication) or a new server in a dead one's
+  // place catches up (with replication): a slice of keys at a time, requests served
+  // between slices. 0: no bound.
   double catch_up_rate_mb = 256;
   // PS_LEAVE_ON_SIGTERM: a server that gets SIGTERM leaves the running job gracefully
   // (Postoffice::Withdraw: its keys move to the others first) instead of dying; a

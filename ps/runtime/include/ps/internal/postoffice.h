@@ -181,8 +181,9 @@ class Postoffice {
   int AddMembershipListener(MembershipListener listener);
   void RemoveMembershipListener(int id);
   // Replication (docs/fault-tolerance.md): whether this node is a new server in a dead
-  // one's place, or one added to the running job, that has not caught up yet (joining or
-  // entering in the table: its keys are still served by the servers that hold them).
+  // one's place (PS_REPLICATION >= 2), or one added to the running job (any
+  // PS_REPLICATION), that has not caught up yet (joining or entering in the table: its
+  // keys are still served by the servers that hold them).
   // Thread-safe.
   bool catching_up() const;
   // For each app that keeps replicas (OptimizerServer) on such a server: a ticket, then
