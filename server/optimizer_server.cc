@@ -156,6 +156,7 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
     const Node* me = view->Find(Postoffice::Get()->my_id());
     if (me && (me->state == Node::kLive || me->state == Node::kLeaving)) {
       settled_servers_ = view->ring.servers();
+      placed_servers_ = view->ring.servers();  // a change in the first table counts as one
     }
   }
   // The handle only splits requests onto the shards' bounded queues: it runs on the

@@ -53,8 +53,8 @@ constexpr std::chrono::seconds kDropAfterRingChange{2};
 // With one copy of each key, how long after a ring change a server still copies the
 // pushes it takes to the keys' servers by the ring (CopiesPushes): a push planned by
 // the old ring that comes late (sent again after a loss, or from a worker whose table
-// came late) still reaches the key's new server. Longer than the erase: such a push
-// would come back as a stale key here, never served, rather than be lost.
+// came late) still reaches the key's new server. Longer than the erase, which is only
+// about the keys' memory here: a late push recreates the key here either way.
 constexpr std::chrono::seconds kCopyAfterRingChange{30};
 
 }  // namespace
@@ -106,14 +106,16 @@ void OptimizerServer::OnMembership(const MembershipView& view) {
     const bool changed = !placed_servers_.empty();
     placed_servers_ = view.ring.servers();
     if (changed) {
+      ++ring_changes_;
       DropKeysNotHeldLater(view.ring);
     } else {
-      // Its first table as a live server: the ring it holds its keys by (CopiesPushes).
+      // Its first table as a live server (an added one): the ring it holds its keys by
+      // (CopiesPushes), in place of whatever a push that came first found.
       std::shared_ptr<Lifeline> lifeline = lifeline_;
       std::vector<int> servers = placed_servers_;
       po->van()->RunOnReceiver(Channel::kData, [this, lifeline, servers] {
         std::lock_guard<std::mutex> alive(lifeline->mu);
-        if (lifeline->alive && settled_servers_.empty()) settled_servers_ = servers;
+        if (lifeline->alive) settled_servers_ = servers;
       });
     }
   }
@@ -144,14 +146,15 @@ void OptimizerServer::DropKeysNotHeldLater(const ConsistentHashRing& ring) {
   const uint64_t changed_at = Postoffice::Get()->membership()->version;
   // A node that has not learned of the change yet may still send a key here (a copy
   // from its old owner): erased at once, it would come back as a stale remnant.
-  po->control_loop()->RunAfter(kCopyAfterRingChange, [this, lifeline, placed] {
-    Postoffice* po = Postoffice::Get();
-    if (po->membership()->ring.servers() != placed->servers()) return;  // changed again
-    po->van()->RunOnReceiver(Channel::kData, [this, lifeline, placed] {
+  const uint64_t change = ring_changes_;  // catch_up_mu_ held (OnMembership)
+  po->control_loop()->RunAfter(kCopyAfterRingChange, [this, lifeline, placed, change] {
+    Postoffice::Get()->van()->RunOnReceiver(Channel::kData, [this, lifeline, placed, change] {
       std::lock_guard<std::mutex> alive(lifeline->mu);
-      // On the thread CopiesPushes runs on. A ring change under way meanwhile copies
-      // anyway, and one done since settles later by its own ring.
-      if (lifeline->alive) settled_servers_ = placed->servers();
+      if (!lifeline->alive) return;
+      // A change since (even back to these servers) settles 30 s after itself. A ring
+      // change under way now copies anyway.
+      std::lock_guard<std::mutex> lock(catch_up_mu_);
+      if (ring_changes_ == change) settled_servers_ = placed->servers();  // CopiesPushes' thread
     });
   });
   po->control_loop()->RunAfter(kDropAfterRingChange, [this, lifeline, placed, changed_at] {
@@ -684,7 +687,8 @@ void OptimizerServer::CheckCaughtUpLocked(const MembershipView& view) {
   }
   catch_up_done_ = true;
   catch_up_from_.clear();  // the next round's ends are its own
-  checkpoint_soon_.store(true);
+  // With one copy of each key the keys' old servers erase them: nothing else holds them.
+  if (Postoffice::Get()->replication() < 2) checkpoint_soon_.store(true);
   // A live server took the keys of one that leaves; a new one holds all of its own.
   if (round_epoch_ == 0) caught_up_ = true;
   Postoffice::Get()->CatchUpDone(catch_up_ticket_);

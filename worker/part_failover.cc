@@ -61,11 +61,18 @@ Subset Pick(const Message& sent, const std::vector<uint32_t>& picks, size_t elem
 }  // namespace
 
 void RequestPipeline::KeepSentParts(Pending* p, const std::vector<Message>& messages) {
+  // A job whose servers may change (one copy of each key, ring placement, no chunks)
+  // keeps every part it can: a worker may learn that a server leaves only after it sent
+  // the server a part, and the part must go on once the server left.
+  Postoffice* po = Postoffice::Get();
+  const bool may_leave = po->key_placement() == ConsistentHashRing::kRing &&
+                         po->chunk_bytes() == 0;
   for (size_t i = 0; i < messages.size() && i < p->parts.size(); ++i) {
     const Message& m = messages[i];
-    // A lent part (planned before its server began to leave) is the server's once sent.
+    // A lent part is the server's once sent.
     if (p->parts[i].lent ||
-        !KeepsSentPart(p->parts[i].server, m.data.empty() ? 0 : m.data[0].size())) {
+        (!may_leave &&
+         !KeepsSentPart(p->parts[i].server, m.data.empty() ? 0 : m.data[0].size()))) {
       continue;  // never sent again
     }
     p->parts[i].sent = std::make_unique<Message>(messages[i]);
@@ -173,14 +180,16 @@ void RequestPipeline::Reroute(uint64_t id) {
       // Lent arrays (the server's once sent) or encoded keys (a part kept for key caching
       // only, or planned before its server began to leave) cannot go again.
       if (!p.parts[i].sent || p.parts[i].lent || p.parts[i].sent->meta.keys_encoded) {
-        failed = Status::Unavailable("server " + std::to_string(dead) + " died and this part "
-                                     "was not kept to send again");
+        failed = Status::Unavailable("server " + std::to_string(dead) +
+                                     " died or left, and this part was not kept to send "
+                                     "again");
         break;
       }
       const Message sent = *p.parts[i].sent;
       if (sent.data.empty()) {
-        failed = Status::Unavailable("server " + std::to_string(dead) + " died and this part "
-                                     "was not kept to send again");
+        failed = Status::Unavailable("server " + std::to_string(dead) +
+                                     " died or left, and this part was not kept to send "
+                                     "again");
         break;
       }
       const SArray<Key> keys(sent.data[0]);

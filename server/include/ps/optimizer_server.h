@@ -316,10 +316,11 @@ class OptimizerServer {
   // its ServerOf names the server that sent this one a key.
   ConsistentHashRing catch_up_ring_;
   std::vector<int> placed_servers_;  // the ring's servers in the last table seen live
+  uint64_t ring_changes_ = 0;  // under catch_up_mu_: ring changes seen live
   // Data receive thread only (once the request handle is set): the ring's servers by
-  // which this server holds exactly the keys it serves: the ring when it was made live
-  // (or, when a push comes first, the ring then), then, 30 s after each ring change, the
-  // changed ring.
+  // which this server holds exactly the keys it serves: the ring when it was made (if
+  // live), or at its first table as a live server (a push that comes before either
+  // takes the ring then), then, 30 s after each ring change, the changed ring.
   std::vector<int> settled_servers_;
   std::atomic<bool> caught_up_{false};  // it holds its keys from its replicas
   std::atomic<uint64_t> duplicates_{0};
@@ -335,8 +336,8 @@ class OptimizerServer {
   std::mutex save_mu_;  // serialises snapshots and checkpoint writes
   std::thread writer_;  // writes the periodic checkpoints
   std::atomic<bool> writing_{false};
-  // Keys came in a catch-up (a ring change, or a new server): saved at the next push,
-  // not a checkpoint period later, so that a restart from the file has them.
+  // With one copy of each key, keys came in a catch-up (a ring change): saved at the
+  // next push, not a checkpoint period later, so that a restart from the file has them.
   std::atomic<bool> checkpoint_soon_{false};
   // Periodic checkpoints; used on the receive thread only.
   uint64_t last_checkpoint_pushes_ = 0;
