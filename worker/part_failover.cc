@@ -61,18 +61,11 @@ Subset Pick(const Message& sent, const std::vector<uint32_t>& picks, size_t elem
 }  // namespace
 
 void RequestPipeline::KeepSentParts(Pending* p, const std::vector<Message>& messages) {
-  // A job whose servers may change (one copy of each key, ring placement, no chunks)
-  // keeps every part it can: a worker may learn that a server leaves only after it sent
-  // the server a part, and the part must go on once the server left.
-  Postoffice* po = Postoffice::Get();
-  const bool may_leave = po->key_placement() == ConsistentHashRing::kRing &&
-                         po->chunk_bytes() == 0;
   for (size_t i = 0; i < messages.size() && i < p->parts.size(); ++i) {
     const Message& m = messages[i];
     // A lent part is the server's once sent.
     if (p->parts[i].lent ||
-        (!may_leave &&
-         !KeepsSentPart(p->parts[i].server, m.data.empty() ? 0 : m.data[0].size()))) {
+        !KeepsSentPart(p->parts[i].server, m.data.empty() ? 0 : m.data[0].size())) {
       continue;  // never sent again
     }
     p->parts[i].sent = std::make_unique<Message>(messages[i]);
@@ -84,6 +77,11 @@ void RequestPipeline::KeepSentParts(Pending* p, const std::vector<Message>& mess
       if (server) p->parts[i].process = server->identity;
     }
   }
+}
+
+bool RequestPipeline::ServersMayLeave() {
+  Postoffice* po = Postoffice::Get();
+  return po->key_placement() == ConsistentHashRing::kRing && po->chunk_bytes() == 0;
 }
 
 bool RequestPipeline::SendsAgainTo(int rank) {

@@ -24,7 +24,10 @@ SentKeyLists* RequestPipeline::SentLists() {
 void RequestPipeline::EncodeBorrowedRuns(const PipelineRequest& req,
                                          std::vector<Message>* messages) {
   const Config& config = Postoffice::Get()->config();
-  if (!config.key_encoding || !key_encoding_.load(std::memory_order_relaxed)) return;
+  if (!config.key_encoding || !key_encoding_.load(std::memory_order_relaxed) ||
+      ServersMayLeave()) {
+    return;
+  }
   for (Message& msg : *messages) {
     // Failover splits a part by its raw keys (part_failover.cc): they stay raw there.
     if (SendsAgainTo(Postoffice::IDtoRank(msg.meta.recipient))) continue;
@@ -64,7 +67,7 @@ void RequestPipeline::RememberAsked(Pending* p, const std::vector<Message>& mess
 
 bool RequestPipeline::KeepsSentPart(int rank, uint64_t key_bytes) {
   Postoffice* po = Postoffice::Get();
-  if (SendsAgainTo(rank)) return true;  // failover sends it again
+  if (SendsAgainTo(rank) || ServersMayLeave()) return true;  // failover sends it again
   const bool caching = po->config().key_cache_bytes > 0 && key_caching_.load();
   // A list over the cache's bound never goes as an id (SentKeyLists::Lookup).
   return caching && key_bytes >= kMinCachedListBytes && key_bytes <= SentLists()->max_bytes();

@@ -239,6 +239,11 @@ class RequestPipeline {
   // PS_REPLICATION >= 2 always; with one copy of each key only while it leaves the job
   // gracefully (the servers that take its keys over hold every push it took).
   static bool SendsAgainTo(int rank);
+  // Whether the job's servers can leave it (ring placement, PS_CHUNK_BYTES=0): then
+  // every part is kept, neither lent nor key-encoded early, since a worker may learn
+  // that a server leaves only after it sent the server a part, which must go on once
+  // the server left.
+  static bool ServersMayLeave();
   // With one copy of each key: whether request `p` ends as without failover, unless one
   // of its servers left the job (out of the table) and none died (in it, not alive).
   static bool FailsWithoutCopies(const MembershipView& view, const Pending& p);
@@ -259,8 +264,8 @@ class RequestPipeline {
   // Each part's KeyForm for its first send: kAsTheyAre where its keys are lent.
   static std::vector<KeyForm> KeyFormsOf(const std::vector<Part>& parts);
   // Whether a part to server `rank` whose raw keys take `key_bytes` is kept after it is
-  // sent (Part::sent): with failover (SendsAgainTo), or when its list may go as an id
-  // (key caching). Such a part's arrays must stay readable, so they are never lent by
+  // sent (Part::sent): with failover (SendsAgainTo, ServersMayLeave), or when its list
+  // may go as an id (key caching). Such a part's arrays must stay readable, so they are never lent by
   // the transport.
   bool KeepsSentPart(int rank, uint64_t key_bytes);
   // Buffers the van lends for a part to server `rank` (Van::LendSendBuffers), sizes[0]
@@ -269,8 +274,8 @@ class RequestPipeline {
   // A borrowed push's parts whose keys are the caller's whole key list, one run
   // (ps-lite's benchmark at one server): encoded now, a few bytes, instead of copied
   // (PipelineRequest::borrowed) and then encoded at SendPart. Not with failover
-  // (SendsAgainTo), which splits parts by their raw keys, nor for a pull, whose parts
-  // keep their raw keys to check answers against (Part::asked).
+  // (SendsAgainTo, ServersMayLeave), which splits parts by their raw keys, nor for a
+  // pull, whose parts keep their raw keys to check answers against (Part::asked).
   void EncodeBorrowedRuns(const PipelineRequest& req, std::vector<Message>* messages);
   SentKeyLists* SentLists();  // made at the first call
   // Prepares the part's keys, counts what it pushes (resends included), and sends; a
