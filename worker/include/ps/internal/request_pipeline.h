@@ -265,8 +265,8 @@ class RequestPipeline {
   static std::vector<KeyForm> KeyFormsOf(const std::vector<Part>& parts);
   // Whether a part to server `rank` whose raw keys take `key_bytes` is kept after it is
   // sent (Part::sent): with failover (SendsAgainTo, ServersMayLeave), or when its list
-  // may go as an id (key caching). Such a part's arrays must stay readable, so they are never lent by
-  // the transport.
+  // may go as an id (key caching). Such a part's arrays must stay readable, so they are
+  // never lent by the transport.
   bool KeepsSentPart(int rank, uint64_t key_bytes);
   // Buffers the van lends for a part to server `rank` (Van::LendSendBuffers), sizes[0]
   // its raw keys' bytes; every entry empty for a part kept after it is sent.
