@@ -7,7 +7,7 @@
 // applying it again, so each push applies once. The request ends early, as without
 // replication, when a key has no live replica, when the part's values are encoded (a
 // codec's frame cannot be split by key), or when the part was not kept (planned before
-// replication was known, or before its server began to leave).
+// replication was known).
 #include <glog/logging.h>
 
 #include <cstring>
@@ -65,13 +65,13 @@ void RequestPipeline::KeepSentParts(Pending* p, const std::vector<Message>& mess
     const Message& m = messages[i];
     // A lent part is the server's once sent.
     if (p->parts[i].lent ||
-        !KeepsSentPart(p->parts[i].server, m.data.empty() ? 0 : m.data[0].size())) {
+        !KeepsSentPart(m.data.empty() ? 0 : m.data[0].size())) {
       continue;  // never sent again
     }
     p->parts[i].sent = std::make_unique<Message>(messages[i]);
     p->parts[i].first_server = p->parts[i].server;
     p->parts[i].first_part = static_cast<int64_t>(i);
-    if (SendsAgainTo(p->parts[i].server)) {
+    if (Postoffice::Get()->replication() >= 2) {
       const Node* server = Postoffice::Get()->membership()->Find(
           Postoffice::ServerRankToID(p->parts[i].server));
       if (server) p->parts[i].process = server->identity;
@@ -79,16 +79,11 @@ void RequestPipeline::KeepSentParts(Pending* p, const std::vector<Message>& mess
   }
 }
 
-bool RequestPipeline::ServersMayLeave() {
+bool RequestPipeline::SendsPartsAgain() {
   Postoffice* po = Postoffice::Get();
-  return po->key_placement() == ConsistentHashRing::kRing && po->chunk_bytes() == 0;
-}
-
-bool RequestPipeline::SendsAgainTo(int rank) {
-  Postoffice* po = Postoffice::Get();
-  if (po->replication() >= 2) return true;
-  const Node* server = po->membership()->Find(Postoffice::ServerRankToID(rank));
-  return server && server->state == Node::kLeaving;
+  // One copy of each key: a server can leave only where the scheduler lets it.
+  return po->replication() >= 2 ||
+         (po->key_placement() == ConsistentHashRing::kRing && po->chunk_bytes() == 0);
 }
 
 bool RequestPipeline::FailsWithoutCopies(const MembershipView& view, const Pending& p) {
@@ -176,7 +171,7 @@ void RequestPipeline::Reroute(uint64_t id) {
       if (p.parts[i].answered || !PartServerGone(*view, p.parts[i])) continue;
       const int dead = p.parts[i].server;
       // Lent arrays (the server's once sent) or encoded keys (a part kept for key caching
-      // only, or planned before its server began to leave) cannot go again.
+      // only) cannot go again.
       if (!p.parts[i].sent || p.parts[i].lent || p.parts[i].sent->meta.keys_encoded) {
         failed = Status::Unavailable("server " + std::to_string(dead) +
                                      " died or left, and this part was not kept to send "

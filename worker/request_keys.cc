@@ -24,13 +24,12 @@ SentKeyLists* RequestPipeline::SentLists() {
 void RequestPipeline::EncodeBorrowedRuns(const PipelineRequest& req,
                                          std::vector<Message>* messages) {
   const Config& config = Postoffice::Get()->config();
+  // Failover splits a part by its raw keys (part_failover.cc): they stay raw there.
   if (!config.key_encoding || !key_encoding_.load(std::memory_order_relaxed) ||
-      ServersMayLeave()) {
+      SendsPartsAgain()) {
     return;
   }
   for (Message& msg : *messages) {
-    // Failover splits a part by its raw keys (part_failover.cc): they stay raw there.
-    if (SendsAgainTo(Postoffice::IDtoRank(msg.meta.recipient))) continue;
     const char* caller_keys = reinterpret_cast<const char*>(req.keys.data());
     if (msg.data.empty() || msg.data[0].data() != caller_keys || msg.meta.data_type.empty() ||
         msg.meta.data_type[0] != DataType::kUInt64) {
@@ -65,9 +64,9 @@ void RequestPipeline::RememberAsked(Pending* p, const std::vector<Message>& mess
   }
 }
 
-bool RequestPipeline::KeepsSentPart(int rank, uint64_t key_bytes) {
+bool RequestPipeline::KeepsSentPart(uint64_t key_bytes) {
   Postoffice* po = Postoffice::Get();
-  if (SendsAgainTo(rank) || ServersMayLeave()) return true;  // failover sends it again
+  if (SendsPartsAgain()) return true;  // failover sends it again
   const bool caching = po->config().key_cache_bytes > 0 && key_caching_.load();
   // A list over the cache's bound never goes as an id (SentKeyLists::Lookup).
   return caching && key_bytes >= kMinCachedListBytes && key_bytes <= SentLists()->max_bytes();
@@ -75,7 +74,7 @@ bool RequestPipeline::KeepsSentPart(int rank, uint64_t key_bytes) {
 
 std::vector<SArray<char>> RequestPipeline::LendForPart(int rank,
                                                        const std::vector<uint64_t>& sizes) {
-  if (KeepsSentPart(rank, sizes[0])) return std::vector<SArray<char>>(sizes.size());
+  if (KeepsSentPart(sizes[0])) return std::vector<SArray<char>>(sizes.size());
   return Postoffice::Get()->LendSendBuffers(Postoffice::ServerRankToID(rank), sizes);
 }
 

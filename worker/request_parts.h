@@ -103,7 +103,7 @@ struct RequestPipeline::Part {
   uint64_t asked_hash = 0;
   bool asked_by_hash = false;
   KVFrames answer;
-  // With PS_REPLICATION >= 2 (or to a server leaving the job), or when its keys may go
+  // With failover (RequestPipeline::SendsPartsAgain), or when its keys may go
   // as a list id: the message as planned, to send again to the replica that takes over
   // if its server dies or leaves, or with its keys if the server has not kept their
   // list; and the rank and part index it was first sent as.

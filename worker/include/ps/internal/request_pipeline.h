@@ -216,9 +216,8 @@ class RequestPipeline {
   // that would chunk ends with `failure` (not OK).
   void LaunchHeldRequest(uint64_t id, ChunkSupport answer, const Status& failure);
   Status TakeAnswer(Part& part, const Pending& p, Message& msg);
-  // Keeps each part's message as planned, for failover (part_failover.cc, with
-  // PS_REPLICATION >= 2, or to a server leaving the job) and for sending its keys again
-  // (key caching).
+  // Keeps each part's message as planned, for failover (part_failover.cc,
+  // SendsPartsAgain) and for sending its keys again (key caching).
   void KeepSentParts(Pending* p, const std::vector<Message>& messages);
   // Request `id` ends early with `status`: true when instead its parts whose server
   // died go again to their keys' new servers (posted to the customer's own thread), or
@@ -235,15 +234,12 @@ class RequestPipeline {
   // Whether the server process `part` went to is gone: not in the job, or replaced by
   // a new process in its place (another identity).
   static bool PartServerGone(const MembershipView& view, const Part& part);
-  // Whether parts sent to server `rank` can go again elsewhere once it is gone: with
-  // PS_REPLICATION >= 2 always; with one copy of each key only while it leaves the job
-  // gracefully (the servers that take its keys over hold every push it took).
-  static bool SendsAgainTo(int rank);
-  // Whether the job's servers can leave it (ring placement, PS_CHUNK_BYTES=0): then
-  // every part is kept, neither lent nor key-encoded early, since a worker may learn
-  // that a server leaves only after it sent the server a part, which must go on once
-  // the server left.
-  static bool ServersMayLeave();
+  // Whether a part may have to go again elsewhere once its server is gone, so that
+  // every part is kept, neither lent nor key-encoded early: with PS_REPLICATION >= 2
+  // (failover), or when the job's servers can leave it (ring placement,
+  // PS_CHUNK_BYTES=0): a worker may learn that a server leaves only after it sent the
+  // server a part, which must go on once the server left.
+  static bool SendsPartsAgain();
   // With one copy of each key: whether request `p` ends as without failover, unless one
   // of its servers left the job (out of the table) and none died (in it, not alive).
   static bool FailsWithoutCopies(const MembershipView& view, const Pending& p);
@@ -263,18 +259,18 @@ class RequestPipeline {
   void RememberAsked(Pending* p, const std::vector<Message>& messages);
   // Each part's KeyForm for its first send: kAsTheyAre where its keys are lent.
   static std::vector<KeyForm> KeyFormsOf(const std::vector<Part>& parts);
-  // Whether a part to server `rank` whose raw keys take `key_bytes` is kept after it is
-  // sent (Part::sent): with failover (SendsAgainTo, ServersMayLeave), or when its list
-  // may go as an id (key caching). Such a part's arrays must stay readable, so they are
-  // never lent by the transport.
-  bool KeepsSentPart(int rank, uint64_t key_bytes);
+  // Whether a part whose raw keys take `key_bytes` is kept after it is sent
+  // (Part::sent): when it may go again (SendsPartsAgain), or when its list may go as an
+  // id (key caching). Such a part's arrays must stay readable, so they are never lent by
+  // the transport.
+  bool KeepsSentPart(uint64_t key_bytes);
   // Buffers the van lends for a part to server `rank` (Van::LendSendBuffers), sizes[0]
   // its raw keys' bytes; every entry empty for a part kept after it is sent.
   std::vector<SArray<char>> LendForPart(int rank, const std::vector<uint64_t>& sizes);
   // A borrowed push's parts whose keys are the caller's whole key list, one run
   // (ps-lite's benchmark at one server): encoded now, a few bytes, instead of copied
   // (PipelineRequest::borrowed) and then encoded at SendPart. Not with failover
-  // (SendsAgainTo, ServersMayLeave), which splits parts by their raw keys, nor for a
+  // (SendsPartsAgain), which splits parts by their raw keys, nor for a
   // pull, whose parts keep their raw keys to check answers against (Part::asked).
   void EncodeBorrowedRuns(const PipelineRequest& req, std::vector<Message>* messages);
   SentKeyLists* SentLists();  // made at the first call
