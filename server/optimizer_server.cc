@@ -16,6 +16,7 @@
 #include "catch_up_records.h"
 #include "checkpoint.h"
 #include "imported_copies.h"
+#include "owner_pushes.h"
 #include "ps/internal/job_services.h"
 #include "ps/internal/hash.h"
 #include "ps/internal/kv_message.h"
@@ -59,6 +60,7 @@ struct OptimizerServer::Request {
   // A push some of whose keys took it before (TakenBefore): 1 for those, not applied
   // again; empty when none did.
   std::vector<uint8_t> taken_before;
+  bool lose_answer = false;  // PS_LOSE_PUSH_ANSWER: applied, not answered
   StoreKey chunk;    // a chunk request: the chunk (its key is data.keys[0])
   uint32_t chunk_len = 0;
   std::atomic<int> remaining{0};
@@ -166,6 +168,7 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
   server_->KeepsReplicas();
   applied_copies_ = std::make_unique<AppliedCopies>();
   imported_copies_ = std::make_unique<ImportedCopies>();
+  owner_pushes_ = std::make_unique<OwnerPushes>();
   server_->set_own_request_handles(
       [this](Message& answer) { OnCopyAnswered(answer); },
       [this](int ts, uint64_t id, const Status& s) { OnCopyAborted(ts, id, s); });
@@ -316,6 +319,7 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
   if (meta.push && !taken_already) {
     pushes_taken_.fetch_add(1, std::memory_order_relaxed);
     CountPush(meta.replica_of >= 0 ? meta.replica_of : meta.sender);
+    if (meta.replica_of < 0 && !meta.resent) req->lose_answer = TookAsOwner(meta);
   }
   // Copies for the keys' other replicas: planned before any part runs, sent after the
   // parts are queued (the copies of this node's earlier requests left before).
@@ -448,6 +452,14 @@ void OptimizerServer::EndPart(Request* req, const Status& status) {
 
 void OptimizerServer::Finish(Request* req) {
   std::unique_ptr<Request> owned(req);
+  if (req->lose_answer) {
+    LOG(WARNING) << "PS_LOSE_PUSH_ANSWER: the answer to push "
+                 << Postoffice::Get()->config().lose_push_answer
+                 << " (request " << req->meta.request_id << " from node " << req->meta.sender
+                 << "), applied here, is not sent, as if lost";
+    answered_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   if (!req->status.ok()) {
     server_->ResponseError(req->meta, req->status);
   } else if (!req->meta.pull) {

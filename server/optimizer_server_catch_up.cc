@@ -27,6 +27,7 @@
 #include "applied_copies.h"
 #include "catch_up_records.h"
 #include "imported_copies.h"
+#include "owner_pushes.h"
 #include "ps/internal/event_loop.h"
 #include "ps/internal/postoffice.h"
 #include "ps/optimizer_server.h"
@@ -373,6 +374,11 @@ void OptimizerServer::SendCatchUp(int rank, const std::string& identity, uint64_
   std::vector<AppliedCopies::Record> ids = imported_copies_->Records();
   std::vector<AppliedCopies::Record> own = applied_copies_->Records();
   ids.insert(ids.end(), std::make_move_iterator(own.begin()), std::make_move_iterator(own.end()));
+  // And the pushes taken here from workers as their keys' server, newest last: a worker
+  // whose answer did not come sends the part again to the key's new server.
+  std::vector<AppliedCopies::Record> as_owner = owner_pushes_->Records();
+  ids.insert(ids.end(), std::make_move_iterator(as_owner.begin()),
+             std::make_move_iterator(as_owner.end()));
   if (ids.size() > AppliedCopies::kCapacity) {
     ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(AppliedCopies::kCapacity));
   }

@@ -23,6 +23,7 @@
 #include "ps/internal/postoffice.h"
 #include "applied_copies.h"
 #include "imported_copies.h"
+#include "owner_pushes.h"
 #include "ps/optimizer_server.h"
 
 namespace ps {
@@ -33,6 +34,25 @@ bool OptimizerServer::CopiesPushes() {
   const MembershipView* view = po->membership();
   if (settled_servers_.empty()) settled_servers_ = view->ring.servers();
   return view->ring_changing() || view->ring.servers() != settled_servers_;
+}
+
+bool OptimizerServer::TookAsOwner(const KVMeta& meta) {
+  Postoffice* po = Postoffice::Get();
+  // Keys can move where a worker keeps its parts to send again
+  // (RequestPipeline::SendsPartsAgain): a catch-up may then carry a key this push is in.
+  if (po->replication() >= 2 ||
+      (po->key_placement() == ConsistentHashRing::kRing && po->chunk_bytes() == 0)) {
+    AppliedCopies::Id id;
+    id.worker = meta.sender;
+    id.customer = meta.customer_id;
+    id.request = meta.request_id;
+    id.chunk = meta.chunk;
+    id.first_server = po->my_rank();
+    id.first_part = static_cast<int64_t>(meta.part);
+    owner_pushes_->Add(id);
+  }
+  const uint64_t lose = po->config().lose_push_answer;
+  return lose > 0 && ++owner_pushes_taken_ == lose;
 }
 
 std::vector<Message> OptimizerServer::PlanReplicaCopies(const KVMeta& meta,

@@ -198,6 +198,10 @@ Status ReadLiveness(const Getenv& getenv, Config* c) {
     if (!(s = ParseInt("PS_DROP_SEED", text, 0, INT64_MAX, &v)).ok()) return s;
     cfg.drop_seed = static_cast<uint64_t>(v);
   }
+  if ((text = Lookup(getenv, "PS_LOSE_PUSH_ANSWER", nullptr))) {
+    if (!(s = ParseInt("PS_LOSE_PUSH_ANSWER", text, 0, INT64_MAX, &v)).ok()) return s;
+    cfg.lose_push_answer = static_cast<uint64_t>(v);
+  }
   if (cfg.drop_rate > 0 && !cfg.resend) {
     return Status::InvalidArgument("PS_DROP_RATE=" + SecondsText(cfg.drop_rate) +
                                    " drops messages but PS_RESEND is off: nothing would "
@@ -320,7 +324,8 @@ const char* const Config::kNames[] = {
     "PS_VERBOSE", "PS_TUNE_MALLOC", "PS_IDLE_TRIM_MS",
     "PS_HEARTBEAT_INTERVAL", "PS_HEARTBEAT_TIMEOUT", "PS_REQUEST_TIMEOUT", "PS_RESEND",
     "PS_RESEND_TIMEOUT", "PS_DROP_RATE", "PS_DROP_MSG",
-    "PS_DROP_SEED", "PS_CONSISTENCY", "PS_KEY_PLACEMENT", "PS_CHUNK_BYTES", "PS_JOB_TOKEN",
+    "PS_DROP_SEED", "PS_LOSE_PUSH_ANSWER", "PS_CONSISTENCY", "PS_KEY_PLACEMENT",
+    "PS_CHUNK_BYTES", "PS_JOB_TOKEN",
     "PS_SECURE", "PS_CURVE_SECRET_KEY", "PS_CURVE_SECRET_KEY_FILE", "PS_SHM", "PS_SHM_BYTES",
     "PS_RECEIVE_IN_WAIT", "PS_KEY_ENCODING", "PS_KEY_CACHE_BYTES", "PS_CHECKPOINT_DIR",
     "PS_CHECKPOINT_EVERY", "PS_REPLICATION", "PS_REREPLICATE_AFTER", "PS_RING_CHANGE_TIMEOUT",

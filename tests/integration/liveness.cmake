@@ -131,6 +131,11 @@ herdps_server_death_test(server_added_then_removed server_added_test.py added_th
 # go to its keys' new servers; nothing is lost or applied twice.
 herdps_server_death_test(server_added_then_removed_one_copy server_added_test.py
                          added_then_removed_one_copy)
+# With one copy of each key, a server that applied a push and left its answer unsent
+# (PS_LOSE_PUSH_ANSWER) leaves: its catch-ups name the push, so the key's new server
+# answers the part the worker sends it again as taken; nothing is applied twice.
+herdps_server_death_test(server_removed_after_a_lost_answer_one_copy server_added_test.py
+                         removed_after_a_lost_answer_one_copy)
 # A server added while another one is stopped (SIGSTOP): the add waits for the stopped
 # one's keys until it is declared dead, then is called off; the new server exits 1
 # saying why, the dead one's keys fail over, nothing is lost or applied twice.

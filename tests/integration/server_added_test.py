@@ -36,6 +36,15 @@ HOW is one of:
                     (PS_CHECKPOINT_DIR): the servers that took keys save them at once
                     (the files must appear within 10 s of each change). At the end
                     each key is on exactly one server.
+  removed_after_a_lost_answer_one_copy
+                    PS_REPLICATION=1, every server with PS_LEAVE_ON_SIGTERM=1; server 0
+                    applies its 50th push from a worker and does not answer it, as if the
+                    answer were lost (PS_LOSE_PUSH_ANSWER=50): that worker waits. Server 0
+                    then gets SIGTERM and leaves: the catch-ups it sends name the pushes it
+                    took, so the key's new server, which the worker sends the part to
+                    again, answers it as taken without applying it a second time. Counts
+                    exact, no push fails, every process exits 0, and a server logged the
+                    push as taken before.
   added_while_another_stopped
                     as added_by_hand, but server 1 gets SIGSTOP just before the fourth
                     server starts: the new server waits for server 1's keys, which never
@@ -268,6 +277,41 @@ def changed_while_another_stalls(app, f, add):
 CATCH_UP_RATE_MB = 0.01
 
 
+def removed_after_a_lost_answer(app, f):
+    lose_at = 50
+    with Job() as job:
+        env = dict(HEARTBEAT_ENV, PS_REPLICATION="1", PS_CHUNK_BYTES="0",
+                   PS_LEAVE_ON_SIGTERM="1")
+        nodes = job.start_by_hand(app, WORKERS, SERVERS, [f"--pushes={PUSHES}", f"--keys={KEYS}"],
+                                  extra_env=env,
+                                  node_env={"server 0": {"PS_LOSE_PUSH_ANSWER": str(lose_at)}})
+        scheduler, leaving = nodes["scheduler"], nodes["server 0"]
+        if not f.expect(wait_until(lambda: "PS_LOSE_PUSH_ANSWER: the answer to push "
+                                           f"{lose_at} " in leaving.text(), START_S),
+                        "server 0 did not say it left an answer unsent"):
+            return
+        time.sleep(ADD_AT_S)  # the other worker pushes on, this one waits
+        f.expect(all(nodes[f"worker {r}"].poll() is None for r in range(WORKERS)),
+                 "the workers had finished before the leave: the test exercised nothing")
+        leaving.proc.send_signal(signal.SIGTERM)
+        if not f.expect(wait_until(lambda: re.search(r"server 0 \(node 8\) left the job",
+                                                     scheduler.text()), 60),
+                        "the scheduler did not say server 0 left the job"):
+            return
+        if not wait_exits(list(nodes.values()), 120):
+            raise AssertionError("the job did not finish")
+        check_counts(f, [nodes[f"worker {r}"].text() for r in range(WORKERS)], PUSHES)
+        for p in nodes.values():
+            f.expect(p.proc.returncode == 0, f"{p.name} exited {p.proc.returncode}, not 0")
+        named = [p.name for p in nodes.values() if p.name.startswith("server ")
+                 and "was taken here before" in p.text()]
+        print(f"the part sent again was answered as taken before by: {named}")
+        f.expect(len(named) == 1, "no server (or more than one) answered the part sent "
+                 "again as taken before")
+        left = job.left()
+        f.expect(left == [], f"processes left: {left}")
+
+
 def added(app, f, how):
     # PS_REPLICATION=1: each key's one copy moves (the ring's share is then 1/N).
     copies = 1 if how.endswith("_one_copy") else 2
@@ -428,7 +472,8 @@ def added(app, f, how):
 def main():
     hows = ("added_by_hand", "added_throttled", "added_twice", "added_then_removed",
             "added_by_hand_one_copy", "added_then_removed_one_copy",
-            "added_while_another_stopped", "removed_while_another_stopped",
+            "removed_after_a_lost_answer_one_copy", "added_while_another_stopped",
+            "removed_while_another_stopped",
             "added_while_another_stalls", "removed_while_another_stalls")
     if len(sys.argv) != 3 or sys.argv[1] not in hows:
         print(__doc__, file=sys.stderr)
@@ -440,6 +485,8 @@ def main():
     if how.endswith("_while_another_stopped"):
         add = how.startswith("added")
         return run_checks(lambda f: changed_while_another_stopped(app, f, add))
+    if how == "removed_after_a_lost_answer_one_copy":
+        return run_checks(lambda f: removed_after_a_lost_answer(app, f))
     return run_checks(lambda f: added(app, f, how))
 
 

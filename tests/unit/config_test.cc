@@ -356,6 +356,7 @@ TEST(Config, ControlPlaneVariablesAreReadWhenSet) {
   env["PS_RESEND_TIMEOUT"] = "250";
   env["PS_DROP_RATE"] = "0.3";
   env["PS_DROP_SEED"] = "12345";
+  env["PS_LOSE_PUSH_ANSWER"] = "50";
   env["PS_JOB_TOKEN"] = "0123abcd ; = $x";
   Config c;
   Status s = Load(env, &c);
@@ -367,6 +368,7 @@ TEST(Config, ControlPlaneVariablesAreReadWhenSet) {
   EXPECT_EQ(c.resend_timeout_ms, 250);
   EXPECT_EQ(c.drop_rate, 0.3);
   EXPECT_EQ(c.drop_seed, 12345u);
+  EXPECT_EQ(c.lose_push_answer, 50u);
   EXPECT_EQ(c.job_token, "0123abcd ; = $x");  // verbatim
 }
 
@@ -537,6 +539,8 @@ TEST(Config, MalformedControlPlaneNumbersAreRefusedNamingTheVariable) {
       {"PS_DROP_SEED", "-1", kInteger},
       {"PS_DROP_SEED", "seed", kInteger},
       {"PS_DROP_SEED", "99999999999999999999", kInteger},
+      {"PS_LOSE_PUSH_ANSWER", "-1", kInteger},
+      {"PS_LOSE_PUSH_ANSWER", "the 50th", kInteger},
   };
   for (const Bad& b : bad) {
     Env env = RequiredEnv();

@@ -43,6 +43,7 @@ namespace ps {
 
 class AppliedCopies;
 class ImportedCopies;
+class OwnerPushes;
 class ShardStore;
 class ShardThread;
 struct CheckpointData;
@@ -174,6 +175,10 @@ class OptimizerServer {
   // The SimpleApp request handle of the server: answers restore reports.
   void AnswerSimpleRequest(const SimpleData& request, SimpleApp* app);
   void CountPush(int sender);
+  // On the data receive thread: a push taken from a worker as its keys' server, named by
+  // later catch-ups (OwnerPushes) when keys can move. Returns whether its answer is to be
+  // lost (PS_LOSE_PUSH_ANSWER).
+  bool TookAsOwner(const KVMeta& meta);
   // Replication (optimizer_server_replicas.cc): the copies of a push for the key's
   // other live replicas, one message per replica; sending them (the request's answer
   // then waits for theirs); their end, answered or not.
@@ -288,6 +293,8 @@ class OptimizerServer {
   std::atomic<uint64_t> replica_losses_{0};
   std::unique_ptr<AppliedCopies> applied_copies_;
   std::unique_ptr<ImportedCopies> imported_copies_;  // the ids catch-ups sent, by sender
+  std::unique_ptr<OwnerPushes> owner_pushes_;  // data receive thread only
+  uint64_t owner_pushes_taken_ = 0;  // data receive thread only: for PS_LOSE_PUSH_ANSWER
   // Catch-up. Tasks posted to the receive thread hold the lifeline's lock while they
   // run, and do nothing once the destructor has cut it.
   struct Lifeline {

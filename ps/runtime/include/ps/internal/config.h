@@ -56,6 +56,9 @@ struct Config {
   // PS_DROP_SEED (default: random).
   double drop_rate = 0;                 // PS_DROP_RATE in [0, 1)
   uint64_t drop_seed = 0;               // PS_DROP_SEED; 0 = random
+  // Fault injection for tests: the N-th push an OptimizerServer takes from a worker as
+  // the keys' server is applied, and its answer not sent, as if lost; 0: none.
+  uint64_t lose_push_answer = 0;        // PS_LOSE_PUSH_ANSWER
   // The job's join token: a node joins only with the scheduler's token. Empty: the
   // job is open to anyone who can reach the scheduler (the scheduler says so).
   std::string job_token;                // PS_JOB_TOKEN
