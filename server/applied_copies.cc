@@ -66,6 +66,11 @@ std::vector<uint64_t>* AppliedCopies::Insert(const Id& id, bool* forgot_young) {
   return keys;
 }
 
+bool AppliedCopies::Knows(const Id& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ids_.count(id) != 0;
+}
+
 size_t AppliedCopies::Take(const Id& id, const uint64_t* keys, size_t n, bool whole,
                            std::vector<uint8_t>* before, bool* forgot_young, bool* known) {
   if (forgot_young) *forgot_young = false;

@@ -57,6 +57,8 @@ class AppliedCopies {
   size_t Take(const Id& id, const uint64_t* keys, size_t n, bool whole,
               std::vector<uint8_t>* before, bool* forgot_young = nullptr,
               bool* known = nullptr);
+  // Whether `id` is kept (for any of its keys).
+  bool Knows(const Id& id) const;
   // As Take, recording nothing.
   size_t Covered(const Id& id, const uint64_t* keys, size_t n,
                  std::vector<uint8_t>* before) const;

@@ -94,21 +94,37 @@ Status NextCatchUpMessage(const std::vector<CatchUpRecord>& records, size_t* beg
   return Status::OK();
 }
 
-KVPairs<float> EncodeCatchUpEnd(uint64_t messages_before) {
+KVPairs<float> EncodeCatchUpEnd(uint64_t messages_before, const std::vector<int>& failed_over) {
   KVPairs<float> m;
   m.keys.resize(1, 0);
-  m.lens.resize(1, 2);
-  m.vals.resize(2);
+  m.lens.resize(1, static_cast<int>(2 + failed_over.size()));
+  m.vals.resize(2 + failed_over.size());
   m.vals[0] = Word(static_cast<uint32_t>(messages_before));
   m.vals[1] = Word(static_cast<uint32_t>(messages_before >> 32));
+  for (size_t i = 0; i < failed_over.size(); ++i) {
+    m.vals[2 + i] = Word(static_cast<uint32_t>(failed_over[i]));
+  }
   return m;
 }
 
-Status DecodeCatchUpEnd(const KVPairs<float>& data, uint64_t* messages_before) {
-  if (data.keys.size() != 1 || data.vals.size() != 2) {
-    return Status::InvalidArgument("a catch-up end holds one entry of 2 words");
+Status DecodeCatchUpEnd(const KVPairs<float>& data, uint64_t* messages_before,
+                        std::vector<int>* failed_over) {
+  if (data.keys.size() != 1 || data.vals.size() < 2 || data.vals.size() > 2 + (1u << 16) ||
+      (!data.lens.empty() && (data.lens.size() != 1 ||
+                              static_cast<size_t>(data.lens[0]) != data.vals.size()))) {
+    return Status::InvalidArgument("a catch-up end holds one entry of 2 words and the ranks "
+                                   "its keys were listed without (at most 65536)");
   }
   *messages_before = WordOf(data.vals[0]) | static_cast<uint64_t>(WordOf(data.vals[1])) << 32;
+  failed_over->clear();
+  for (size_t i = 2; i < data.vals.size(); ++i) {
+    const uint32_t rank = WordOf(data.vals[i]);
+    if (rank > static_cast<uint32_t>(INT32_MAX)) {
+      return Status::InvalidArgument("a catch-up end names rank " + std::to_string(rank));
+    }
+    failed_over->push_back(static_cast<int>(rank));
+  }
+  std::sort(failed_over->begin(), failed_over->end());
   return Status::OK();
 }
 

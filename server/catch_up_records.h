@@ -17,7 +17,10 @@
 // keys of its part only, those keys, 2 words each (low, high). A message of cmd
 // kCatchUpEndCmd ends what one server sends: one key, 0, whose entry is 2 words, the
 // number of record and id messages before it (low, high), which the new server checks
-// against those it took.
+// against those it took, then the ranks the sender's ring had failed over when it listed
+// the keys, one word each (a new server in a dead one's place waits until each live
+// sender listed its keys without every server failed over now: a server that died
+// since served keys the others then send, docs/fault-tolerance.md).
 #ifndef HERDPS_SERVER_CATCH_UP_RECORDS_H_
 #define HERDPS_SERVER_CATCH_UP_RECORDS_H_
 
@@ -62,9 +65,11 @@ std::vector<KVPairs<float>> EncodeAppliedIds(const std::vector<AppliedCopies::Re
                                              size_t max_floats);
 Status DecodeAppliedIds(const KVPairs<float>& data, std::vector<AppliedCopies::Record>* out);
 
-// The end message, and what it says: how many messages came before it.
-KVPairs<float> EncodeCatchUpEnd(uint64_t messages_before);
-Status DecodeCatchUpEnd(const KVPairs<float>& data, uint64_t* messages_before);
+// The end message, and what it says: how many messages came before it, and the ranks
+// failed over in the ring the keys were listed by (ascending).
+KVPairs<float> EncodeCatchUpEnd(uint64_t messages_before, const std::vector<int>& failed_over);
+Status DecodeCatchUpEnd(const KVPairs<float>& data, uint64_t* messages_before,
+                        std::vector<int>* failed_over);
 
 // Reads one message's records. InvalidArgument saying what is wrong (a length that does
 // not add up, a count out of range); *out is then incomplete and must not be used.

@@ -26,6 +26,14 @@ size_t ImportedCopies::Covered(int sender, const AppliedCopies::Id& id, const ui
   return it->second.ids->Covered(id, keys, n, before);
 }
 
+bool ImportedCopies::Knows(const AppliedCopies::Id& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [node, sender] : senders_) {
+    if (sender.ids->Knows(id)) return true;
+  }
+  return false;
+}
+
 std::vector<AppliedCopies::Record> ImportedCopies::Records() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<AppliedCopies::Record> all;

@@ -3,10 +3,11 @@
 // by the sender (docs/fault-tolerance.md, "Catch-up").
 //
 // A sender's ids name the pushes it took before its cut: their updates are in the keys
-// it sent, not in those another server sent. So a copy from server X is a duplicate
-// when X's own ids name it, never because another sender's do (a push a replica took
-// as a copy before its cut may reach this server from its owner after the owner's cut:
-// it is not in the owner's keys, and dropping it would lose it).
+// it sent, not in those another server sent. So a push that comes again is a duplicate
+// for a key when the ids of the server that sent that key name it, never because
+// another sender's do (a push a replica took as a copy before its cut may reach this
+// server from its owner after the owner's cut: it is not in the owner's keys, and
+// dropping it would lose it). OptimizerServer::HeldFromCatchUps asks key by key.
 //
 // Each sender's ids are bounded like AppliedCopies'. A new process at a sender's node
 // (a dead one's place) starts afresh: Add with another identity forgets the old ids.
@@ -33,6 +34,8 @@ class ImportedCopies {
   // Which of keys[0, n) node `sender` sent as taken under `id`: as AppliedCopies::Covered.
   size_t Covered(int sender, const AppliedCopies::Id& id, const uint64_t* keys, size_t n,
                  std::vector<uint8_t>* before) const;
+  // Whether any sender's ids name `id` (for any of its keys).
+  bool Knows(const AppliedCopies::Id& id) const;
   // Every record kept, of every sender (sent on when this server is a sender in turn:
   // its keys hold those updates).
   std::vector<AppliedCopies::Record> Records() const;

@@ -17,6 +17,7 @@
 #include "checkpoint.h"
 #include "imported_copies.h"
 #include "owner_pushes.h"
+#include "record_senders.h"
 #include "ps/internal/job_services.h"
 #include "ps/internal/hash.h"
 #include "ps/internal/kv_message.h"
@@ -169,6 +170,7 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
   applied_copies_ = std::make_unique<AppliedCopies>();
   imported_copies_ = std::make_unique<ImportedCopies>();
   owner_pushes_ = std::make_unique<OwnerPushes>();
+  record_senders_ = std::make_unique<RecordSenders>();
   server_->set_own_request_handles(
       [this](Message& answer) { OnCopyAnswered(answer); },
       [this](int ts, uint64_t id, const Status& s) { OnCopyAborted(ts, id, s); });

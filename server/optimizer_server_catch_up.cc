@@ -4,8 +4,9 @@
 //
 // The scheduler admits the new server as joining: every node connects to it, and each
 // live server forwards it the copies of the pushes it takes on keys the two hold, while
-// the workers still send its keys to their replicas. Each live server also sends it,
-// once, every key the two hold (values, optimizer state, step count, open rounds): it
+// the workers still send its keys to their replicas. Each live server also sends it
+// every key the two hold (values, optimizer state, step count, open rounds), again if
+// a server is failed over after it listed them (PS_REPLICATION >= 3, TopUpCatchUps): it
 // lists them, then sends them a slice at a time, each slice read on the data receive
 // thread, paced by PS_CATCH_UP_RATE, taking requests between slices. Each record is a
 // cut: the copies planned before it are in it, those planned after reach the new
@@ -28,6 +29,7 @@
 #include "catch_up_records.h"
 #include "imported_copies.h"
 #include "owner_pushes.h"
+#include "record_senders.h"
 #include "ps/internal/event_loop.h"
 #include "ps/internal/postoffice.h"
 #include "ps/optimizer_server.h"
@@ -57,6 +59,8 @@ constexpr std::chrono::seconds kDropAfterRingChange{2};
 // came late) still reaches the key's new server. Longer than the erase, which is only
 // about the keys' memory here: a late push recreates the key here either way.
 constexpr std::chrono::seconds kCopyAfterRingChange{30};
+// How long after a catch-up a server keeps which server sent it each key.
+constexpr std::chrono::seconds kKeepRecordSenders{60};
 
 }  // namespace
 
@@ -64,7 +68,6 @@ void OptimizerServer::BeginCatchUpLocked(const MembershipView& view) {
   Postoffice* po = Postoffice::Get();
   if (catch_up_ticket_ >= 0 || !po->catching_up()) return;
   catch_up_ticket_ = po->AddCatchUp();
-  catch_up_ring_ = view.ring;
   // The servers live now hold every key this one holds that has a copy left: each must
   // send them all before this one serves any.
   for (const Node& n : po->membership()->nodes) {
@@ -138,6 +141,15 @@ void OptimizerServer::OnMembership(const MembershipView& view) {
     LOG_IF(ERROR, !posted) << "cannot send server " << rank << " its keys: the van does not "
                            << "run; it stays out of the job's placement";
   }
+  if (!catch_up_sent_.empty() && po->replication() >= 3) {
+    // A server failed over since a catch-up listed its keys: the keys it served then
+    // are served by others now, which send them too.
+    std::shared_ptr<Lifeline> lifeline = lifeline_;
+    po->van()->RunOnReceiver(Channel::kData, [this, lifeline] {
+      std::lock_guard<std::mutex> alive(lifeline->mu);
+      if (lifeline->alive) TopUpCatchUps();
+    });
+  }
 }
 
 void OptimizerServer::DropKeysNotHeldLater(const ConsistentHashRing& ring) {
@@ -195,10 +207,27 @@ void OptimizerServer::DropKeysNotHeldLater(const ConsistentHashRing& ring) {
   });
 }
 
+void OptimizerServer::DropRecordSendersLater() {
+  // A push comes again for the keys of a catch-up while a worker's answer was missing
+  // at it, or a copy of one planned then: within seconds. Then the record of each key's
+  // sender (16 bytes a key) goes.
+  std::shared_ptr<Lifeline> lifeline = lifeline_;
+  const uint64_t epoch = ++record_senders_epoch_;
+  Postoffice::Get()->control_loop()->RunAfter(kKeepRecordSenders, [this, lifeline, epoch] {
+    std::lock_guard<std::mutex> alive(lifeline->mu);
+    if (!lifeline->alive) return;
+    std::lock_guard<std::mutex> lock(catch_up_mu_);
+    if (record_senders_epoch_ == epoch) record_senders_->Clear();
+  });
+}
+
 void OptimizerServer::EnterRoundLocked(uint64_t epoch) {
   if (epoch <= round_epoch_) return;  // this leave's round, or an earlier one's
   round_epoch_ = epoch;
+  record_senders_->Clear();  // the keys of this leave's round from now on
+  ++record_senders_epoch_;
   catch_up_from_.clear();
+  catch_up_listed_.clear();
   catch_up_taken_.clear();
   catch_up_failed_ = false;
   catch_up_done_ = false;
@@ -248,7 +277,6 @@ void OptimizerServer::OnLeaveLocked(const MembershipView& view, const Node& me) 
     if (n.state == Node::kLive || n.state == Node::kLeaving) catch_up_senders_[n.id] = n.identity;
   }
   catch_up_ticket_ = po->AddCatchUp(epoch);
-  catch_up_ring_ = view.ring;
   LOG(INFO) << "server " << leaving->rank << " leaves the job: this server takes the keys the "
             << "ring without it gives it, from the " << catch_up_senders_.size()
             << " servers that serve them now";
@@ -274,6 +302,13 @@ struct OptimizerServer::CatchUpSending {
   size_t bytes = 0;
   size_t ids = 0;
   std::chrono::steady_clock::time_point started;
+  // To a new server in a dead one's place: the ranks `ring` had failed over (ascending),
+  // which the end names; whether the end went; and whether the keys go again after it
+  // (TopUpCatchUps: a server failed over since served keys this one serves now).
+  bool joining = false;
+  std::vector<int> listed_failed;
+  bool finished = false;
+  bool again = false;
 
   // Whether the receiver gets (key, chunk) from this server.
   bool Sends(Key key, int chunk, std::vector<int>* replicas) const {
@@ -352,6 +387,11 @@ void OptimizerServer::SendCatchUp(int rank, const std::string& identity, uint64_
                             : std::make_shared<const ConsistentHashRing>(view->next_ring);
   sending->me = po->my_rank();
   sending->replication = po->replication();
+  // A listing by a ring that failed over fewer servers than one later (TopUpCatchUps)
+  // matters with PS_REPLICATION >= 3 only: with 2 each key a new server holds has one
+  // other holder, which serves it whatever else fails.
+  sending->joining = joining && po->replication() >= 3;
+  sending->listed_failed = sending->ring->FailedOverRanks();
   for (auto& shard : shards_) {
     shard->RunAndWait([&](ShardStore& store) {
       std::vector<int> replicas;
@@ -508,7 +548,11 @@ void OptimizerServer::SendCatchUpSlice(const std::shared_ptr<CatchUpSending>& se
     }
     return;
   }
-  if (!SendCatchUpPart(s.to, kCatchUpEndCmd, EncodeCatchUpEnd(s.messages), s.epoch)) return;
+  if (!SendCatchUpPart(s.to, kCatchUpEndCmd, EncodeCatchUpEnd(s.messages, s.listed_failed),
+                       s.epoch)) {
+    return;
+  }
+  s.finished = true;
   const double took =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started).count();
   LOG(INFO) << "sent server " << s.rank << " the " << s.records
@@ -517,6 +561,31 @@ void OptimizerServer::SendCatchUpSlice(const std::shared_ptr<CatchUpSending>& se
             << " (" << s.bytes << " bytes) and " << s.ids << " pushes taken once, in "
             << s.messages + 1 << " messages over " << took << " s; the copies of later "
             << "pushes follow";
+  if (s.again) SendCatchUp(s.rank, s.identity, s.epoch);
+}
+
+void OptimizerServer::TopUpCatchUps() {
+  const MembershipView* view = Postoffice::Get()->membership();
+  const std::vector<int> failed = view->ring.FailedOverRanks();
+  std::vector<std::shared_ptr<CatchUpSending>> again;
+  for (auto& [to, sending] : catch_up_sending_) {
+    CatchUpSending& s = *sending;
+    if (!s.joining || !StillSending(*view, s)) continue;
+    if (std::includes(s.listed_failed.begin(), s.listed_failed.end(), failed.begin(),
+                      failed.end())) {
+      continue;
+    }
+    if (s.finished) {
+      again.push_back(sending);
+    } else {
+      s.again = true;  // once this round's end went
+    }
+  }
+  for (const auto& sending : again) {
+    LOG(INFO) << "sends server " << sending->rank << " its keys again: a server failed over "
+              << "since they were listed served some of those this server serves now";
+    SendCatchUp(sending->rank, sending->identity, sending->epoch);
+  }
 }
 
 bool OptimizerServer::SendCatchUpPart(int to, int cmd, const KVPairs<float>& part,
@@ -591,7 +660,8 @@ void OptimizerServer::TakeCatchUp(const KVMeta& meta, const KVPairs<float>& data
   };
   if (meta.cmd == kCatchUpEndCmd) {
     uint64_t before = 0;
-    Status bad = DecodeCatchUpEnd(data, &before);
+    std::vector<int> listed_failed;
+    Status bad = DecodeCatchUpEnd(data, &before, &listed_failed);
     if (!bad.ok()) return fail(bad);
     // What it sent before is queued on the shards; once applied, it counts as sent.
     for (auto& shard : shards_) shard->RunAndWait([](ShardStore&) {});
@@ -607,6 +677,8 @@ void OptimizerServer::TakeCatchUp(const KVMeta& meta, const KVPairs<float>& data
                    << "refused or lost): it will not take its keys over";
       }
       catch_up_from_.insert(meta.sender);
+      catch_up_listed_[meta.sender] = std::move(listed_failed);
+      record_senders_->End(meta.sender);
       CheckCaughtUpLocked(*po->membership());
     }
     server_->Response(meta);
@@ -624,6 +696,7 @@ void OptimizerServer::TakeCatchUp(const KVMeta& meta, const KVPairs<float>& data
     {
       std::lock_guard<std::mutex> lock(catch_up_mu_);
       ++catch_up_taken_[meta.sender];
+      record_senders_->Message(meta.sender);
     }
     server_->Response(meta);
     answered_.fetch_add(1, std::memory_order_relaxed);
@@ -646,6 +719,9 @@ void OptimizerServer::TakeCatchUp(const KVMeta& meta, const KVPairs<float>& data
   {
     std::lock_guard<std::mutex> lock(catch_up_mu_);
     ++catch_up_taken_[meta.sender];
+    for (const CatchUpRecord& r : *records) {
+      record_senders_->Sent(meta.sender, r.record.key, r.record.chunk);
+    }
   }
   const int threads = static_cast<int>(shards_.size());
   auto by_shard = std::make_shared<std::vector<std::vector<uint32_t>>>(threads);
@@ -676,10 +752,46 @@ void OptimizerServer::CheckCaughtUpLocked(const MembershipView& view) {
   // A live server reports for the leave its table names, once its round has begun.
   // A leave's round reports once the table names that leave too (its senders are known).
   if (round_epoch_ != 0 && leave_epoch_ != round_epoch_) return;
+  Postoffice* po = Postoffice::Get();
+  const Node* me = view.Find(po->my_id());
+  // In a dead one's place: each live sender must have listed its keys without every
+  // server failed over now, in this table or in another sender's listing (this table may
+  // lag theirs): a server failed over since its listing served keys that sender may
+  // serve now (it sends them again, TopUpCatchUps). (None comes back meanwhile: the
+  // scheduler admits one new server in a dead one's place at a time.) With
+  // PS_REPLICATION of 3 or more a sender that dies first is no loss while fewer than R
+  // servers are down: the others send what it served.
+  const bool joining = round_epoch_ == 0 && me && me->state == Node::kJoining &&
+                       po->replication() >= 3;
+  const std::vector<int> failed_here = view.ring.FailedOverRanks();
+  std::set<int> failed(failed_here.begin(), failed_here.end());
+  for (const auto& [id, listed] : catch_up_listed_) failed.insert(listed.begin(), listed.end());
+  for (auto it = failed.begin(); it != failed.end();) {
+    // Out of the table (retired, or left: in no ring any more), or live in it (none
+    // comes back while this one catches up; waiting for it would be forever).
+    const Node* n = view.Find(Postoffice::ServerRankToID(*it));
+    const bool skip = *it == po->my_rank() || !n || n->state == Node::kLive;
+    it = skip ? failed.erase(it) : std::next(it);
+  }
+  // This one is down too.
+  const bool others_hold_its_keys =
+      joining && failed.size() + 1 < static_cast<size_t>(po->replication());
   for (const auto& [id, identity] : catch_up_senders_) {
-    if (catch_up_from_.count(id)) continue;
     const Node* n = view.Find(id);
-    if (n && n->alive() && n->identity == identity) return;  // still to come
+    const bool live = n && n->alive() && n->identity == identity;
+    if (catch_up_from_.count(id)) {
+      if (!live || !joining) continue;
+      if (catch_up_taken_[id] > 0) return;  // another round of it under way
+      const std::vector<int>& listed = catch_up_listed_[id];
+      for (int rank : failed) {
+        if (!std::binary_search(listed.begin(), listed.end(), rank)) {
+          return;  // its keys again, listed since that server was failed over
+        }
+      }
+      continue;
+    }
+    if (live) return;  // still to come
+    if (others_hold_its_keys) continue;
     // It died first: the keys only it held are lost (two servers down at once), and
     // this server must not serve them as if it had their history.
     catch_up_failed_ = true;
@@ -692,7 +804,9 @@ void OptimizerServer::CheckCaughtUpLocked(const MembershipView& view) {
     return;
   }
   catch_up_done_ = true;
+  DropRecordSendersLater();
   catch_up_from_.clear();  // the next round's ends are its own
+  catch_up_listed_.clear();
   // With one copy of each key the keys' old servers erase them: nothing else holds them.
   if (Postoffice::Get()->replication() < 2) checkpoint_soon_.store(true);
   // A live server took the keys of one that leaves; a new one holds all of its own.

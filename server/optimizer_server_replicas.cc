@@ -24,6 +24,7 @@
 #include "applied_copies.h"
 #include "imported_copies.h"
 #include "owner_pushes.h"
+#include "record_senders.h"
 #include "ps/optimizer_server.h"
 
 namespace ps {
@@ -182,24 +183,21 @@ size_t OptimizerServer::HeldFromCatchUps(const KVMeta& meta, const KVPairs<float
   const AppliedCopies::Id id = PushOf(meta);
   const size_t n = data.keys.size();
   held->clear();
-  // For a copy, its own sender's ids decide: a copy its sender planned after its cut is
-  // not in the keys it sent, whatever another sender's ids say (a replica may have taken
-  // the push before its own cut).
-  if (meta.replica_of >= 0) {
-    return imported_copies_->Covered(meta.sender, id, data.keys.data(), n, held);
-  }
-  // For a part a worker sent again, key by key the ids of the server that sent this one
-  // the key: the part's keys may have come from several, which took its copies or not.
+  // Key by key, the ids of the server whose record of the key this one took last decide
+  // (RecordSenders): that record holds the pushes it named, and no other (a replica may
+  // have taken a push before its own cut while the key's owner took it after its own:
+  // the owner's copy still applies). That holds for a copy from another server than the
+  // key's sender too (a copy sent on, or a late one from a server routing by an older
+  // ring): its sender may have named the push for keys it did not send. A part a worker
+  // sent again may hold keys that came from several senders. A key no catch-up sent
+  // (this server's own history): -1.
+  // Most pushes are named by no sender (those taken since): no key is looked up.
+  if (n == 0 || !imported_copies_->Knows(id)) return 0;
   std::vector<int> holders(n);
   {
     std::lock_guard<std::mutex> lock(catch_up_mu_);
-    if (catch_up_ring_.empty() || n == 0) return 0;
     for (size_t i = 0; i < n; ++i) {
-      const int rank = meta.chunk >= 0
-                           ? catch_up_ring_.ServerOfChunk(data.keys[i],
-                                                          static_cast<uint32_t>(meta.chunk))
-                           : catch_up_ring_.ServerOf(data.keys[i]);
-      holders[i] = Postoffice::ServerRankToID(rank);
+      holders[i] = record_senders_->SenderOf(data.keys[i], meta.chunk);
     }
   }
   size_t count = 0;
@@ -208,7 +206,7 @@ size_t OptimizerServer::HeldFromCatchUps(const KVMeta& meta, const KVPairs<float
   std::vector<size_t> positions;
   std::vector<uint8_t> by_holder;
   for (size_t i = 0; i < n; ++i) {
-    if (asked[i]) continue;
+    if (asked[i] || holders[i] < 0) continue;
     keys.clear();
     positions.clear();
     for (size_t j = i; j < n; ++j) {

@@ -86,6 +86,14 @@ ConsistentHashRing ConsistentHashRing::WithFailover(int replication,
   return ring;
 }
 
+std::vector<int> ConsistentHashRing::FailedOverRanks() const {
+  std::vector<int> ranks;
+  for (size_t rank = 0; rank < dead_.size(); ++rank) {
+    if (dead_[rank]) ranks.push_back(static_cast<int>(rank));
+  }
+  return ranks;
+}
+
 int ConsistentHashRing::FirstLive(const std::vector<int>& replicas) const {
   for (int rank : replicas) {
     if (static_cast<size_t>(rank) >= dead_.size() || !dead_[static_cast<size_t>(rank)]) return rank;

@@ -7,6 +7,7 @@
 #include <glog/logging.h>
 
 #include <string>
+#include <vector>
 
 #include "ps/internal/postoffice.h"
 #include "scheduler_role.h"
@@ -77,6 +78,42 @@ bool SchedulerRole::AdmitReplacement(const Node& joining, std::string* why) {
                      "server's place"
                : full + " and none of them is dead";
     return false;
+  }
+  if (config_.replication >= 3) {
+    // One new server catches up at a time: the keys each one is sent are listed by the
+    // servers that serve them while it catches up, and a server that came back meanwhile
+    // (another new one, caught up) would serve some that nobody sent it. The waiting
+    // node repeats its join every second. (With PS_REPLICATION=2 two new servers at once
+    // follow two deaths at once, which lost the keys they shared already.)
+    const Clock::time_point now = Clock::now();
+    for (const Node& other : view_.nodes) {
+      if (other.role != Node::kServerRole || other.state != Node::kJoining) continue;
+      auto parked = parked_.find(slot->rank);
+      const bool same =
+          parked != parked_.end() && parked->second.node.identity == joining.identity;
+      if (parked != parked_.end() && !same && now - parked->second.heard < kParkedSilence) {
+        *why = "another new server already waits to take server " +
+               std::to_string(slot->rank) + "'s place";
+        return false;
+      }
+      if (!same) {
+        LOG(INFO) << "a new server " << slot->rank << " at " << joining.endpoint << " waits to "
+                  << "take server " << slot->rank << "'s place until server " << other.rank
+                  << ", new in another dead one's place, has caught up";
+        parked_[slot->rank] = Parked{joining, now, now};
+        return true;
+      }
+      Parked& waiting = parked->second;
+      if (waiting.behind_since == Clock::time_point{}) waiting.behind_since = now;
+      if (now - waiting.behind_since >= kMostBehindJoiner) {
+        LOG(WARNING) << "the new server " << slot->rank << " waited "
+                     << kMostBehindJoiner.count() << " s for server " << other.rank
+                     << " to catch up: it takes server " << slot->rank << "'s place now";
+        break;
+      }
+      waiting.heard = now;  // it asked again
+      return true;
+    }
   }
   parked_.erase(slot->rank);
   waiting_adds_.erase(joining.identity);  // it waited to be added; it takes this place
@@ -153,7 +190,20 @@ void SchedulerRole::HandleCaughtUp(const Message& msg) {
                  << "keys and serves them again (membership version " << view_.version << ")";
   }
   Broadcast();
-  if (added) AdmitWaitingServer();
+  if (added) {
+    AdmitWaitingServer();
+    return;
+  }
+  // A new server that waited for this one to catch up takes its dead server's place now.
+  std::vector<int> waiting;
+  for (const auto& [rank, parked] : parked_) {
+    for (const Node& node : view_.nodes) {
+      if (node.role == Node::kServerRole && node.rank == rank && node.state == Node::kDead) {
+        waiting.push_back(rank);
+      }
+    }
+  }
+  for (int rank : waiting) AdmitParkedReplacement(rank);
 }
 
 void SchedulerRole::AdmitParkedReplacement(int rank) {

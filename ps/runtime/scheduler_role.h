@@ -167,8 +167,13 @@ class SchedulerRole {
   struct Parked {
     Node node;
     Clock::time_point heard;
+    // Since when it waits for another new server to catch up (PS_REPLICATION >= 3).
+    Clock::time_point behind_since{};
   };
   static constexpr std::chrono::seconds kParkedSilence{3};  // joins repeat every 1 s
+  // How long a new server waits for another one in a dead one's place to catch up
+  // before it is admitted anyway (one whose catch-up failed stays joining).
+  static constexpr std::chrono::seconds kMostBehindJoiner{60};
   std::map<int, Parked> parked_;
   // The server leaving the job (kEmpty: none), the live servers that take its keys and
   // those that said they hold them; the servers that left this way (id -> identity).

@@ -5,7 +5,8 @@ the same moments after the job recovered from the one before.
 
 Usage: fault_schedule_test.py SCHEDULE SEEDS APP
 
-2 workers and 3 servers started by hand, PS_REPLICATION=2 (1 in elastic_one_copy), SGD
+2 workers and 3 servers started by hand (4 in elastic_three_copies), PS_REPLICATION=2 (1
+in elastic_one_copy, 3 in elastic_three_copies), SGD
 counters: each worker pushes -1 (a counter's +1) to one of 64 keys at a time, about 1 ms
 apart, until PUSHES were acknowledged. Faults come one at a time, each 0.5 to 2 s (drawn)
 after the job recovered from the one before, on a server drawn from those live:
@@ -31,6 +32,13 @@ SCHEDULE is one of:
           as elastic with PS_REPLICATION=1 and only adds and leaves (a death loses
           keys with one copy): 5 faults, each drawn from those the job's 3 to 5
           servers allow.
+  elastic_three_copies
+          as elastic with PS_REPLICATION=3 and 4 to 6 servers (4 at the start), and one
+          more kind of fault: two servers killed at once and a new server started in
+          each one's place (every key keeps a live replica). 5 faults.
+  kills_three_copies
+          as kills with PS_REPLICATION=3 and 4 servers, each fault drawn: one server
+          killed, or two at once, each replaced at once.
   cuts    4 faults, each drawn: a server's network cable pulled for 10-50% of
           PS_HEARTBEAT_TIMEOUT, then plugged back in (nobody dies); or pulled until the
           server is declared dead, then plugged back in (it reads that it is dead and
@@ -64,17 +72,22 @@ from replication_test import HEARTBEAT_ENV, check_counts  # noqa: E402
 WORKERS = 2
 SERVERS = 3
 KEYS = 64
-PUSHES = {"kills": 16000, "stops": 16000, "mixed": 8000, "elastic": 8000,
-          "elastic_one_copy": 8000, "cuts": 16000}
+PUSHES = {"kills": 16000, "kills_three_copies": 16000, "stops": 16000, "mixed": 8000,
+          "elastic": 8000, "elastic_one_copy": 8000, "elastic_three_copies": 8000, "cuts": 16000}
 # Pushes in flight per worker: with messages lost, one push in ~7 waits for a resend
 # (100 ms); 16 at a time keep the workload going meanwhile.
-WINDOW = {"kills": 1, "stops": 1, "mixed": 16, "elastic": 16, "elastic_one_copy": 16, "cuts": 1}
-FAULTS = {"kills": 3, "stops": 3, "mixed": 4, "elastic": 5, "elastic_one_copy": 5, "cuts": 4}
+WINDOW = {"kills": 1, "kills_three_copies": 1, "stops": 1, "mixed": 16, "elastic": 16,
+          "elastic_one_copy": 16, "elastic_three_copies": 16, "cuts": 1}
+FAULTS = {"kills": 3, "kills_three_copies": 3, "stops": 3, "mixed": 4, "elastic": 5,
+          "elastic_one_copy": 5, "elastic_three_copies": 5, "cuts": 4}
+# Copies of each key, and servers at the start, where not 2 and SERVERS.
+COPIES = {"elastic_one_copy": 1, "elastic_three_copies": 3, "kills_three_copies": 3}
+FIRST_SERVERS = {"elastic_three_copies": 4, "kills_three_copies": 4}
 # cuts: server r on host SERVER_HOSTS[r], the scheduler and the workers on JOB_HOST.
 SERVER_HOSTS = ("a", "b", "c")
 JOB_HOST = "d"
-LOSSY = ("mixed", "elastic", "elastic_one_copy")
-ELASTIC = ("elastic", "elastic_one_copy")
+LOSSY = ("mixed", "elastic", "elastic_one_copy", "elastic_three_copies")
+ELASTIC = ("elastic", "elastic_one_copy", "elastic_three_copies")
 # Elastic: the keys of every ring change go a key per slice, about 30 ms apart, so that
 # pushes, copies and faults come between the slices of one catch-up.
 CATCH_UP_RATE_MB = "0.001"
@@ -82,13 +95,14 @@ TIMEOUT_S = float(HEARTBEAT_ENV["PS_HEARTBEAT_TIMEOUT"])
 
 
 def draw_faults(schedule, seed):
-    """[(kind, gap_s, server, stop_s)], kind "kill", "stop" (short), "stop_dead", "cut"
-    (short), "cut_dead", "join" (server: the rank the scheduler gives it), "leave" or
-    "retire" (killed, not replaced)."""
+    """[(kind, gap_s, server, stop_s)], kind "kill", "kill_two" (server: the two ranks),
+    "stop" (short), "stop_dead", "cut" (short), "cut_dead", "join" (server: the rank the
+    scheduler gives it), "leave" or "retire" (killed, not replaced)."""
     rng = random.Random(f"{schedule}:{seed}")
     faults = []
-    live = list(range(SERVERS))
-    next_rank = SERVERS  # the scheduler never gives a rank twice
+    first = FIRST_SERVERS.get(schedule, SERVERS)
+    live = list(range(first))
+    next_rank = first  # the scheduler never gives a rank twice
     for _ in range(FAULTS[schedule]):
         if schedule == "kills":
             kind = "kill"
@@ -101,6 +115,11 @@ def draw_faults(schedule, seed):
         elif schedule == "elastic_one_copy":
             kind = rng.choice((["join"] if len(live) < 5 else []) +
                               (["leave"] if len(live) > 3 else []))
+        elif schedule == "kills_three_copies":
+            kind = rng.choice(["kill", "kill_two"])
+        elif schedule == "elastic_three_copies":
+            kind = rng.choice(["kill", "kill_two"] + (["join"] if len(live) < 6 else []) +
+                              (["leave", "retire"] if len(live) > 4 else []))
         else:
             kind = rng.choice(["kill"] + (["join"] if len(live) < 5 else []) +
                               (["leave", "retire"] if len(live) > 3 else []))
@@ -109,6 +128,8 @@ def draw_faults(schedule, seed):
             rank = next_rank
             next_rank += 1
             live.append(rank)
+        elif kind == "kill_two":
+            rank = tuple(rng.sample(live, 2))
         else:
             rank = rng.choice(live)
             if kind in ("leave", "retire"):
@@ -168,7 +189,7 @@ def run_one(schedule, seed, app, f, net=None):
         for host in SERVER_HOSTS:
             net.restore(host)  # a run that failed mid-cut left it pulled
     with Job() as job:
-        env = dict(HEARTBEAT_ENV, PS_REPLICATION="1" if schedule == "elastic_one_copy" else "2")
+        env = dict(HEARTBEAT_ENV, PS_REPLICATION=str(COPIES.get(schedule, 2)))
         if schedule in LOSSY:
             env.update(PS_RESEND="1", PS_RESEND_TIMEOUT="100", PS_DROP_RATE="0.02")
         if schedule in ELASTIC:
@@ -179,11 +200,12 @@ def run_one(schedule, seed, app, f, net=None):
         pushes = PUSHES[schedule]
         args = [f"--pushes={pushes}", f"--keys={KEYS}", f"--window={WINDOW[schedule]}"]
         node_env, node_prefix = on_hosts(net) if net else (None, None)
-        nodes = job.start_by_hand(app, WORKERS, SERVERS, args, extra_env=env,
+        first = FIRST_SERVERS.get(schedule, SERVERS)
+        nodes = job.start_by_hand(app, WORKERS, first, args, extra_env=env,
                                   node_env=node_env, node_prefix=node_prefix)
         scheduler = nodes["scheduler"]
         workers = [nodes[f"worker {r}"] for r in range(WORKERS)]
-        servers = {r: nodes[f"server {r}"] for r in range(SERVERS)}
+        servers = {r: nodes[f"server {r}"] for r in range(first)}
         gone = []  # processes a fault ended (killed, or stopped until declared dead)
         departed = []  # servers that left gracefully: they exit 0
         if not wait_until(lambda: all(f"worker {r} pid" in workers[r].text()
@@ -208,6 +230,22 @@ def run_one(schedule, seed, app, f, net=None):
                 if not f.expect(wait_until(lambda: re.search(
                         rf"server {rank} \(node {8 + 2 * rank}\) caught up", scheduler.text()),
                         TIMEOUT_S + 30), f"the added server {rank} did not catch up"):
+                    return
+                continue
+            if kind == "kill_two":
+                for r in rank:
+                    servers[r].kill()
+                applied.append((kind, rank, at))
+                for r in rank:
+                    gone.append(servers[r])
+                    servers[r] = Process(f"server {r} after fault {len(applied)}",
+                                         servers[r].cmd, dict(servers[r].env, PS_RANK=str(r)),
+                                         job.tmp.name)
+                    job.procs.append(servers[r])
+                caught_up += 2
+                if not f.expect(wait_until(lambda: len(re.findall(
+                        r"\) caught up: it holds its keys", scheduler.text())) >= caught_up,
+                        TIMEOUT_S + 60), f"the new servers {rank} did not catch up"):
                     return
                 continue
             victim = servers[rank]

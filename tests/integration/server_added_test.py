@@ -286,10 +286,12 @@ def removed_after_a_lost_answer(app, f):
                                   extra_env=env,
                                   node_env={"server 0": {"PS_LOSE_PUSH_ANSWER": str(lose_at)}})
         scheduler, leaving = nodes["scheduler"], nodes["server 0"]
-        if not f.expect(wait_until(lambda: "PS_LOSE_PUSH_ANSWER: the answer to push "
-                                           f"{lose_at} " in leaving.text(), START_S),
+        lost = (rf"PS_LOSE_PUSH_ANSWER: the answer to push {lose_at} "
+                r"\(request (\d+) from node (\d+)\)")
+        if not f.expect(wait_until(lambda: re.search(lost, leaving.text()), START_S),
                         "server 0 did not say it left an answer unsent"):
             return
+        request, worker = re.search(lost, leaving.text()).groups()
         time.sleep(ADD_AT_S)  # the other worker pushes on, this one waits
         f.expect(all(nodes[f"worker {r}"].poll() is None for r in range(WORKERS)),
                  "the workers had finished before the leave: the test exercised nothing")
@@ -303,11 +305,13 @@ def removed_after_a_lost_answer(app, f):
         check_counts(f, [nodes[f"worker {r}"].text() for r in range(WORKERS)], PUSHES)
         for p in nodes.values():
             f.expect(p.proc.returncode == 0, f"{p.name} exited {p.proc.returncode}, not 0")
+        taken = f"a push of request {request} from node {worker} was taken here before"
         named = [p.name for p in nodes.values() if p.name.startswith("server ")
-                 and "was taken here before" in p.text()]
-        print(f"the part sent again was answered as taken before by: {named}")
-        f.expect(len(named) == 1, "no server (or more than one) answered the part sent "
-                 "again as taken before")
+                 and taken in p.text()]
+        print(f"request {request} of node {worker}, sent again, was answered as taken before "
+              f"by: {named}")
+        f.expect(named, f"no server answered request {request} of node {worker}, sent again, "
+                 "as taken before")
         left = job.left()
         f.expect(left == [], f"processes left: {left}")
 

@@ -117,12 +117,22 @@ TEST(CatchUpRecords, MalformedMessagesAreRefused) {
   EXPECT_TRUE(refused(EncodeCatchUp(chunked, 0, 1024).front(), 0));
 }
 
-TEST(CatchUpRecords, TheEndSaysHowManyMessagesCameBefore) {
+TEST(CatchUpRecords, TheEndSaysHowManyMessagesCameBeforeAndWhichRanksWereFailedOver) {
   uint64_t before = 0;
-  ASSERT_TRUE(DecodeCatchUpEnd(EncodeCatchUpEnd((uint64_t{1} << 33) + 5), &before).ok());
+  std::vector<int> failed_over = {7};
+  ASSERT_TRUE(
+      DecodeCatchUpEnd(EncodeCatchUpEnd((uint64_t{1} << 33) + 5, {}), &before, &failed_over).ok());
   EXPECT_EQ(before, (uint64_t{1} << 33) + 5);
+  EXPECT_TRUE(failed_over.empty());
+  ASSERT_TRUE(DecodeCatchUpEnd(EncodeCatchUpEnd(3, {0, 2}), &before, &failed_over).ok());
+  EXPECT_EQ(before, 3u);
+  EXPECT_EQ(failed_over, (std::vector<int>{0, 2}));
   KVPairs<float> none;
-  EXPECT_FALSE(DecodeCatchUpEnd(none, &before).ok());
+  EXPECT_FALSE(DecodeCatchUpEnd(none, &before, &failed_over).ok());
+  // A length that does not say the words there are.
+  KVPairs<float> wrong = EncodeCatchUpEnd(3, {0, 2});
+  wrong.lens[0] = 2;
+  EXPECT_FALSE(DecodeCatchUpEnd(wrong, &before, &failed_over).ok());
 }
 
 TEST(CatchUpRecords, AppliedIdsTravelExactly) {

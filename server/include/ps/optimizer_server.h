@@ -44,6 +44,7 @@ namespace ps {
 class AppliedCopies;
 class ImportedCopies;
 class OwnerPushes;
+class RecordSenders;
 class ShardStore;
 class ShardThread;
 struct CheckpointData;
@@ -205,9 +206,9 @@ class OptimizerServer {
   void EndCopy(uint64_t id, const Status& status, bool answered);
   // A copy, or a part a worker sent again after a failover: how many of its keys this
   // server took it for before (by the worker request and the server it was first sent
-  // to, AppliedCopies), or holds it in from a catch-up: for a copy, as its sender's ids
-  // say; for a part sent again, key by key as the ids of the server that sent this one
-  // the key say (ImportedCopies). When any, *before (resized to the keys) says which.
+  // to, AppliedCopies), or holds it in from a catch-up: key by key, as the ids of the
+  // server whose record of the key this one took last say (ImportedCopies,
+  // RecordSenders). When any, *before (resized to the keys) says which.
   // Records the others as taken now.
   size_t TakenBefore(const KVMeta& meta, const KVPairs<float>& data,
                      std::vector<uint8_t>* before);
@@ -249,6 +250,14 @@ class OptimizerServer {
   // PS_CATCH_UP_RATE, so that requests are taken between slices; after the last, the
   // pushes taken once and the end. Stops when the receiver or the round is gone.
   void SendCatchUpSlice(const std::shared_ptr<CatchUpSending>& sending);
+  // On the data receive thread, after a membership change: a catch-up to a new server in
+  // a dead one's place whose keys were listed while a server failed over now still
+  // served some goes again (after its end, if not sent yet): the keys that server served
+  // may be this one's now.
+  void TopUpCatchUps();
+  // catch_up_mu_ held: a catch-up ended; RecordSenders is cleared a minute later unless
+  // another round began.
+  void DropRecordSendersLater();
   // Whether `sending` still has a receiver in `view`, for the same round.
   bool StillSending(const MembershipView& view, const CatchUpSending& sending) const;
   bool SendCatchUpPart(int to, int cmd, const KVPairs<float>& part, uint64_t epoch);
@@ -312,6 +321,9 @@ class OptimizerServer {
   std::map<int, std::string> catch_up_senders_;
   std::set<int> catch_up_from_;
   std::map<int, uint64_t> catch_up_taken_;
+  // In a dead one's place: the ranks failed over when each sender listed the keys of the
+  // last end it sent (CheckCaughtUpLocked).
+  std::map<int, std::vector<int>> catch_up_listed_;
   int catch_up_ticket_ = -1;     // Postoffice::AddCatchUp's
   bool catch_up_failed_ = false;  // a message it could not take: it never says caught up
   bool catch_up_done_ = false;  // every sender's end taken, the node told
@@ -319,9 +331,10 @@ class OptimizerServer {
   // catch_up_from_ / catch_up_taken_ / catch_up_failed_ belong to on a live server.
   uint64_t leave_epoch_ = 0;
   uint64_t round_epoch_ = 0;
-  // The ring the last catch-up this server took part in as a receiver placed keys by:
-  // its ServerOf names the server that sent this one a key.
-  ConsistentHashRing catch_up_ring_;
+  // Which server sent this one each key of the last catch-up it took part in as a
+  // receiver (HeldFromCatchUps), for a minute after it ended; the rounds it was kept for.
+  std::unique_ptr<RecordSenders> record_senders_;
+  uint64_t record_senders_epoch_ = 0;
   std::vector<int> placed_servers_;  // the ring's servers in the last table seen live
   uint64_t ring_changes_ = 0;  // under catch_up_mu_: ring changes seen live
   // Data receive thread only (once the request handle is set): the ring's servers by

@@ -73,6 +73,8 @@ class ConsistentHashRing {
   int replication() const { return replication_; }
   // Whether some server is dead and its keys fail over (WithFailover).
   bool failed_over() const { return !dead_.empty(); }
+  // The ranks failed over (WithFailover), ascending; empty when none is.
+  std::vector<int> FailedOverRanks() const;
   // The owner of `key` (of chunk `chunk` of it) by the whole ring, as if no server
   // were dead: the replica that holds its history first.
   int OwnerOf(Key key) const;
