@@ -306,10 +306,15 @@ void OptimizerServer::SendReplicaCopies(Request* request, std::vector<Message>* 
     copy.meta.request_id = id;
     copy.meta.incarnation = customer->incarnation();
     const Node* replica = Postoffice::Get()->membership()->Find(to);
+    bool before_catch_up = false;
+    if (replica && replica->state == Node::kJoining) {
+      std::lock_guard<std::mutex> lock(catch_up_mu_);
+      before_catch_up = !catch_up_sent_.count({to, replica->identity});
+    }
     {
       std::lock_guard<std::mutex> lock(copies_mu_);
-      copies_in_flight_[id] =
-          CopyInFlight{request, timestamp, to, replica ? replica->identity : std::string()};
+      copies_in_flight_[id] = CopyInFlight{
+          request, timestamp, to, replica ? replica->identity : std::string(), before_catch_up};
     }
     if (!replica || !replica->alive()) {
       // Out of the table since the copy was planned (it left, died, or was not added):
@@ -364,6 +369,17 @@ void OptimizerServer::EndCopy(uint64_t id, const Status& status, bool answered) 
     return;
   }
   const Node* replica = Postoffice::Get()->membership()->Find(copy.replica);
+  if (!answered && copy.before_catch_up) {
+    // To a new process in a dead one's place, planned before this server listed the
+    // keys it sends it: those records hold the update. (A node that learned of the new
+    // process before it learned of the death ends the requests waiting for that node
+    // id, this copy among them, as if sent to the dead process.)
+    LOG_IF(INFO, replica_log_.ShouldLog())
+        << "a push's copy for server " << rank << ", a new process catching up, ended ("
+        << status << "); the keys this server sends it hold the update";
+    EndPart(copy.request, Status::OK());
+    return;
+  }
   if (!answered && replica && replica->alive() && replica->identity == copy.process) {
     // The replica lives but did not take the copy (a send that failed or timed out, or
     // PS_REQUEST_TIMEOUT): not every live replica has the update, so the worker must not

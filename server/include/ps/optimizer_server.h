@@ -296,6 +296,9 @@ class OptimizerServer {
     // The identity of the process it went to: a new process in a dead one's place
     // (catching up) did not lose a copy sent to the dead one.
     std::string process;
+    // To such a new process, before this server listed its catch-up to it: the records
+    // it is sent hold the update, whatever becomes of the copy.
+    bool before_catch_up = false;
   };
   std::mutex copies_mu_;
   std::unordered_map<uint64_t, CopyInFlight> copies_in_flight_;  // under copies_mu_
