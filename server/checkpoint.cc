@@ -199,7 +199,23 @@ Status ReadCheckpoint(const std::string& path, CheckpointData* out) {
     data.records.push_back(std::move(rec));
   }
   if (!r.done()) return corrupt("bytes after the last record");
+  data.format = version;
   *out = std::move(data);
+  return Status::OK();
+}
+
+Status CheckChunkPlacement(const std::string& path, const CheckpointData& data,
+                           bool ring_placement) {
+  if (!ring_placement || data.format >= 4) return Status::OK();
+  for (const CheckpointRecord& r : data.records) {
+    if (r.chunk < 0) continue;
+    return Status::InvalidArgument(
+        "checkpoint " + path + " (format " + std::to_string(data.format) + ") holds chunks "
+        "of values (key " + std::to_string(r.key) + " among them) where the HerdPS that "
+        "wrote it placed them, chunk c on the c-th rank after its key's; this one places "
+        "each chunk at its own point of the ring, so they belong to other servers now. "
+        "Resume it with the HerdPS that wrote it, or start without it");
+  }
   return Status::OK();
 }
 

@@ -37,9 +37,10 @@ struct CheckpointRecord {
 };
 
 struct CheckpointData {
-  // Written: 3 (push counts by worker). Read: 1 to 3 (2: records say whether they hold
-  // a chunk).
-  static constexpr uint32_t kFormatVersion = 3;
+  // Written: 4. Read: 1 to 4 (2: records say whether they hold a chunk; 3: push counts
+  // by worker; 4: the layout of 3, written by a HerdPS that places each chunk at its own
+  // point of the ring, where 1 to 3 placed chunk c on the c-th rank after its key's).
+  static constexpr uint32_t kFormatVersion = 4;
   uint32_t state_width = 0;
   uint64_t pushes_taken = 0;  // progress the server reached (push requests taken)
   std::string optimizer;  // OptimizerOptions::ToString() of the writer
@@ -47,6 +48,8 @@ struct CheckpointData {
   // Push requests taken from each worker, by rank (format 3 on; empty before): what a
   // worker compares with the pushes it saw acknowledged to tell what a restart lost.
   std::vector<uint64_t> pushes_by_worker;
+  // The format version the file was written in (set by ReadCheckpoint).
+  uint32_t format = kFormatVersion;
 };
 
 // Writes data to path atomically. Errors name the file and the failing step.
@@ -56,6 +59,13 @@ Status WriteCheckpoint(const std::string& path, const CheckpointData& data);
 // or foreign file, or one of an unknown format version, is DataLoss naming the file
 // and what is wrong; `data` is then left unchanged.
 Status ReadCheckpoint(const std::string& path, CheckpointData* data);
+
+// Whether `data`, read from `path`, holds its chunks where a job of this HerdPS places
+// them: a file of format 3 or below with chunks, loaded under the ring placement
+// (ring_placement), is InvalidArgument naming the file (its chunks belong to other
+// servers now); anything else is OK.
+Status CheckChunkPlacement(const std::string& path, const CheckpointData& data,
+                           bool ring_placement);
 
 }  // namespace ps
 

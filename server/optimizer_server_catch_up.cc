@@ -195,14 +195,19 @@ void OptimizerServer::DropKeysNotHeldLater(const ConsistentHashRing& ring) {
       for (auto& shard : shards_) {
         shard->RunAndWait([&](ShardStore& store) {
           std::vector<int> replicas;
-          dropped += store.DropKeys([&](Key key) {
-            placed->ReplicasOf(key, replication, &replicas);
+          dropped += store.DropKeys([&](const StoreKey& key) {
+            if (key.chunk >= 0) {
+              placed->ReplicasOfChunk(key.key, static_cast<uint32_t>(key.chunk), replication,
+                                      &replicas);
+            } else {
+              placed->ReplicasOf(key.key, replication, &replicas);
+            }
             return std::find(replicas.begin(), replicas.end(), me) == replicas.end();
           });
         });
       }
-      LOG_IF(INFO, dropped) << "erased the " << dropped << " keys this server no longer "
-                            << "holds: the ring changed, and their servers have them";
+      LOG_IF(INFO, dropped) << "erased the " << dropped << " keys (and chunks) this server "
+                            << "no longer holds: the ring changed, and their servers have them";
     });
   });
 }
@@ -705,17 +710,6 @@ void OptimizerServer::TakeCatchUp(const KVMeta& meta, const KVPairs<float>& data
   auto records = std::make_shared<std::vector<CatchUpRecord>>();
   Status bad = DecodeCatchUp(data, optimizer_->StateWidth(), records.get());
   if (!bad.ok()) return fail(bad);
-  if (epoch > 0 || (me && me->state == Node::kEntering)) {
-    for (const CatchUpRecord& r : *records) {
-      if (r.record.chunk < 0) continue;
-      // A value in chunks is striped over the ranks in order: a rank added or removed
-      // moves most chunks, not those of one arc of the ring.
-      return fail(Status::Unimplemented(
-          "key " + std::to_string(r.record.key) + " is stored in chunks (PS_CHUNK_BYTES), "
-          "and chunks cannot move when servers are added or leave; set PS_CHUNK_BYTES=0 "
-          "on a job whose servers change"));
-    }
-  }
   {
     std::lock_guard<std::mutex> lock(catch_up_mu_);
     ++catch_up_taken_[meta.sender];

@@ -183,6 +183,9 @@ Status OptimizerServer::LoadCheckpoint(const std::string& path) {
   CheckpointData data;
   Status s = ReadCheckpoint(path, &data);
   if (!s.ok()) return s;
+  s = CheckChunkPlacement(
+      path, data, Postoffice::Get()->key_placement() == ConsistentHashRing::kRing);
+  if (!s.ok()) return s;
   // An app's rule is recorded as "rule NAME"; a built-in optimizer as its options.
   const bool written_by_rule = data.optimizer.rfind(kRulePrefix, 0) == 0;
   std::string written_by;

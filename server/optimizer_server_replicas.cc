@@ -39,10 +39,9 @@ bool OptimizerServer::CopiesPushes() {
 
 bool OptimizerServer::TookAsOwner(const KVMeta& meta) {
   Postoffice* po = Postoffice::Get();
-  // Keys can move where a worker keeps its parts to send again
-  // (RequestPipeline::SendsPartsAgain): a catch-up may then carry a key this push is in.
-  if (po->replication() >= 2 ||
-      (po->key_placement() == ConsistentHashRing::kRing && po->chunk_bytes() == 0)) {
+  // Where a worker keeps its parts to send again, a catch-up may carry a key this push
+  // is in while the part goes again to the key's new server.
+  if (po->PartsMayGoAgain()) {
     AppliedCopies::Id id;
     id.worker = meta.sender;
     id.customer = meta.customer_id;

@@ -358,14 +358,14 @@ Status ShardStore::RestoreCatchUp(const CatchUpRecord& r) {
   return Status::OK();
 }
 
-size_t ShardStore::DropKeys(const std::function<bool(Key)>& drop) {
+size_t ShardStore::DropKeys(const std::function<bool(const StoreKey&)>& drop) {
   std::vector<StoreKey> gone;
   ForEachStored([&](const StoreKey& key, const float*, uint32_t, uint32_t) {
-    if (key.chunk < 0 && drop(key.key)) gone.push_back(key);
+    if (drop(key)) gone.push_back(key);
   });
   for (const StoreKey& key : gone) {
     Status erased = Erase(key);
-    if (!erased.ok()) continue;  // a whole key erases
+    if (!erased.ok()) continue;  // each stored key or chunk erases as itself
     for (auto& clock : rounds_) clock.second.erase(key);
   }
   return gone.size();

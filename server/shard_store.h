@@ -185,9 +185,9 @@ class ShardStore {
   // the sender's state holds what they held). A round of a clock this store has closed
   // already is applied at once, as CloseRounds would have.
   Status RestoreCatchUp(const CatchUpRecord& record);
-  // Erases every stored whole key for which `drop` is true, with its open rounds (a
-  // ring change: the keys this server no longer holds). Returns how many.
-  size_t DropKeys(const std::function<bool(Key)>& drop);
+  // Erases every stored key and chunk for which `drop` is true, with its open rounds (a
+  // ring change: the keys and chunks this server no longer holds). Returns how many.
+  size_t DropKeys(const std::function<bool(const StoreKey&)>& drop);
 
   // Keys and chunks stored.
   size_t num_keys() const { return keys_.size() + chunks_.size(); }

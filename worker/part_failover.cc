@@ -79,12 +79,7 @@ void RequestPipeline::KeepSentParts(Pending* p, const std::vector<Message>& mess
   }
 }
 
-bool RequestPipeline::SendsPartsAgain() {
-  Postoffice* po = Postoffice::Get();
-  // One copy of each key: a server can leave only where the scheduler lets it.
-  return po->replication() >= 2 ||
-         (po->key_placement() == ConsistentHashRing::kRing && po->chunk_bytes() == 0);
-}
+bool RequestPipeline::SendsPartsAgain() { return Postoffice::Get()->PartsMayGoAgain(); }
 
 bool RequestPipeline::FailsWithoutCopies(const MembershipView& view, const Pending& p) {
   if (Postoffice::Get()->replication() >= 2) return false;

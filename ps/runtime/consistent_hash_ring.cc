@@ -152,7 +152,18 @@ void ConsistentHashRing::ReplicasOf(Key key, int count, std::vector<int>* out) c
     }
     return;
   }
-  size_t at = PointAtOrAfter(HashKey(key));
+  DistinctServersFrom(HashKey(key), want, out);
+}
+
+uint64_t ConsistentHashRing::ChunkPosition(Key key, uint32_t chunk) {
+  // Steps of 2^64 divided by the golden ratio: however many chunks a value has, its
+  // chunks' points stay spread around the ring (chunk 0 at the key's own point).
+  return HashKey(key) + static_cast<uint64_t>(chunk) * 0x9E3779B97F4A7C15ULL;
+}
+
+void ConsistentHashRing::DistinctServersFrom(uint64_t position, size_t want,
+                                             std::vector<int>* out) const {
+  size_t at = PointAtOrAfter(position);
   for (size_t step = 0; step < points_.size() && out->size() < want; ++step) {
     int rank = points_[(at + step) % points_.size()].second;
     if (std::find(out->begin(), out->end(), rank) == out->end()) out->push_back(rank);
@@ -163,6 +174,10 @@ void ConsistentHashRing::ReplicasOfChunk(Key key, uint32_t chunk, int count,
                                          std::vector<int>* out) const {
   out->clear();
   const size_t want = std::min(static_cast<size_t>(std::max(count, 1)), servers_.size());
+  if (placement_ == kRing) {
+    DistinctServersFrom(ChunkPosition(key, chunk), want, out);
+    return;
+  }
   std::vector<int> order = servers_;
   std::sort(order.begin(), order.end());
   const int first = OwnerOfChunk(key, chunk);
@@ -179,6 +194,7 @@ int ConsistentHashRing::OwnerOf(Key key) const {
 }
 
 int ConsistentHashRing::OwnerOfChunk(Key key, uint32_t chunk) const {
+  if (placement_ == kRing) return points_[PointAtOrAfter(ChunkPosition(key, chunk))].second;
   int home = OwnerOf(key);
   if (chunk == 0 || servers_.size() == 1) return home;
   // Ranks in ascending order, so that every node stripes the same way.

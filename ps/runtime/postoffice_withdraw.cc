@@ -58,11 +58,8 @@ Status Postoffice::Withdraw() {
     return Status::InvalidArgument(
         cannot + "with PS_KEY_PLACEMENT=range every rank owns a fixed range of keys");
   }
-  if (chunk_bytes_ != 0) {
-    return Status::InvalidArgument(
-        cannot + "values in chunks are striped over the ranks, which a rank leaving would "
-                 "change for most of them: a job whose servers change needs "
-                 "PS_CHUNK_BYTES=0");
+  if (!PartsMayGoAgain()) {
+    return Status::InvalidArgument(cannot + kLeaveNeedsKeptParts);
   }
   const MembershipView* view = membership_.Get();
   if (view->ring.servers().size() <= static_cast<size_t>(replication_)) {

@@ -25,12 +25,6 @@ bool SchedulerRole::AdmitAddedServer(const Node& joining, std::string* why) {
                     "(PS_KEY_PLACEMENT=ring lets servers be added)";
     return false;
   }
-  if (config_.chunk_bytes != 0) {
-    *why = cannot + "values in chunks are striped over the ranks, which a new rank would "
-                    "change for most of them: a job whose servers change needs "
-                    "PS_CHUNK_BYTES=0";
-    return false;
-  }
   // Ranks are not used twice: a server that left, or died entering, keeps its own.
   int next_rank = std::max(next_added_rank_, config_.num_servers);
   for (const Node& n : view_.nodes) {

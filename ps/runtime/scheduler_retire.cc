@@ -63,9 +63,9 @@ void SchedulerRole::RetireLongDeadServer() {
       std::chrono::duration<double>(Clock::now() - since->second).count();
   if (dead_s < config_.rereplicate_after_s) return;
   std::string cannot;
-  if (config_.key_placement != ConsistentHashRing::kRing || config_.chunk_bytes != 0) {
-    // Ranges, and values in chunks, are laid out by rank: a rank gone moves most keys.
-    cannot = "re-replication needs PS_KEY_PLACEMENT=ring and PS_CHUNK_BYTES=0";
+  if (config_.key_placement != ConsistentHashRing::kRing) {
+    // Ranges are laid out by rank: a rank gone moves most keys.
+    cannot = "re-replication needs PS_KEY_PLACEMENT=ring";
   } else if (live < config_.replication) {
     cannot = "only " + std::to_string(live) + " servers live";
   }

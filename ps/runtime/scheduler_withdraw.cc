@@ -37,8 +37,10 @@ void SchedulerRole::HandleWithdraw(const Message& msg) {
   }
   // The server checked these before it asked (Postoffice::Withdraw).
   std::string cannot;
-  if (config_.key_placement != ConsistentHashRing::kRing || config_.chunk_bytes != 0) {
-    cannot = "leaving needs PS_KEY_PLACEMENT=ring and PS_CHUNK_BYTES=0";
+  if (config_.key_placement != ConsistentHashRing::kRing) {
+    cannot = "leaving needs PS_KEY_PLACEMENT=ring";
+  } else if (config_.replication < 2 && config_.chunk_bytes != 0) {
+    cannot = Postoffice::kLeaveNeedsKeptParts;
   } else if (placed <= static_cast<size_t>(config_.replication)) {
     cannot = "without it fewer than PS_REPLICATION=" + std::to_string(config_.replication) +
              " servers would hold each key";

@@ -24,14 +24,18 @@ SCHEDULE is one of:
           server leaving (SIGTERM, PS_LEAVE_ON_SIGTERM=1: it leaves gracefully and exits
           0), SIGKILL with a new server in its place, or SIGKILL and no new server (its
           keys are re-replicated, PS_REREPLICATE_AFTER=1, and it leaves the table); the
-          job keeps 3 to 5 servers (PS_CHUNK_BYTES=0, as a job whose servers change
-          needs). Catch-ups go at PS_CATCH_UP_RATE=0.001 (1 kB/s: a key per
-          slice), so that pushes, copies and faults come between their slices.
+          job keeps 3 to 5 servers. Catch-ups go at PS_CATCH_UP_RATE=0.001 (1 kB/s: a
+          key per slice), so that pushes, copies and faults come between their slices.
           As mixed, every node loses 2% of what it receives, 16 pushes in flight.
+  elastic_chunks
+          as elastic with values in chunks: 600 values a key (--value_len) and
+          PS_CHUNK_BYTES=1024, so each key is 3 chunks, each on the ring at its own
+          point, and catch-ups at PS_CATCH_UP_RATE=0.03 (a chunk per slice). Besides the
+          counts, every value of each key equal at the end.
   elastic_one_copy
           as elastic with PS_REPLICATION=1 and only adds and leaves (a death loses
           keys with one copy): 5 faults, each drawn from those the job's 3 to 5
-          servers allow.
+          servers allow. PS_CHUNK_BYTES=0, which a leave needs with one copy.
   elastic_three_copies
           as elastic with PS_REPLICATION=3 and 4 to 6 servers (4 at the start), and one
           more kind of fault: two servers killed at once and a new server started in
@@ -73,24 +77,29 @@ WORKERS = 2
 SERVERS = 3
 KEYS = 64
 PUSHES = {"kills": 16000, "kills_three_copies": 16000, "stops": 16000, "mixed": 8000,
-          "elastic": 8000, "elastic_one_copy": 8000, "elastic_three_copies": 8000, "cuts": 16000}
+          "elastic": 8000, "elastic_one_copy": 8000, "elastic_three_copies": 8000,
+          "elastic_chunks": 8000, "cuts": 16000}
 # Pushes in flight per worker: with messages lost, one push in ~7 waits for a resend
 # (100 ms); 16 at a time keep the workload going meanwhile.
 WINDOW = {"kills": 1, "kills_three_copies": 1, "stops": 1, "mixed": 16, "elastic": 16,
-          "elastic_one_copy": 16, "elastic_three_copies": 16, "cuts": 1}
+          "elastic_one_copy": 16, "elastic_three_copies": 16, "elastic_chunks": 16, "cuts": 1}
 FAULTS = {"kills": 3, "kills_three_copies": 3, "stops": 3, "mixed": 4, "elastic": 5,
-          "elastic_one_copy": 5, "elastic_three_copies": 5, "cuts": 4}
+          "elastic_one_copy": 5, "elastic_three_copies": 5, "elastic_chunks": 5, "cuts": 4}
 # Copies of each key, and servers at the start, where not 2 and SERVERS.
 COPIES = {"elastic_one_copy": 1, "elastic_three_copies": 3, "kills_three_copies": 3}
 FIRST_SERVERS = {"elastic_three_copies": 4, "kills_three_copies": 4}
 # cuts: server r on host SERVER_HOSTS[r], the scheduler and the workers on JOB_HOST.
 SERVER_HOSTS = ("a", "b", "c")
 JOB_HOST = "d"
-LOSSY = ("mixed", "elastic", "elastic_one_copy", "elastic_three_copies")
-ELASTIC = ("elastic", "elastic_one_copy", "elastic_three_copies")
+LOSSY = ("mixed", "elastic", "elastic_one_copy", "elastic_three_copies", "elastic_chunks")
+ELASTIC = ("elastic", "elastic_one_copy", "elastic_three_copies", "elastic_chunks")
 # Elastic: the keys of every ring change go a key per slice, about 30 ms apart, so that
-# pushes, copies and faults come between the slices of one catch-up.
-CATCH_UP_RATE_MB = "0.001"
+# pushes, copies and faults come between the slices of one catch-up (chunks of 1 kB at
+# 30 kB/s: a chunk per slice).
+CATCH_UP_RATE_MB = {"elastic_chunks": "0.03"}
+# elastic_chunks: values a key, and the chunk size that cuts each into 3 chunks.
+CHUNKED_VALUES = 600
+CHUNK_BYTES = "1024"
 TIMEOUT_S = float(HEARTBEAT_ENV["PS_HEARTBEAT_TIMEOUT"])
 
 
@@ -193,12 +202,16 @@ def run_one(schedule, seed, app, f, net=None):
         if schedule in LOSSY:
             env.update(PS_RESEND="1", PS_RESEND_TIMEOUT="100", PS_DROP_RATE="0.02")
         if schedule in ELASTIC:
-            # Values are never chunked here (one float per key); a job whose servers
-            # change must say so.
-            env.update(PS_LEAVE_ON_SIGTERM="1", PS_CHUNK_BYTES="0", PS_REREPLICATE_AFTER="1",
-                       PS_CATCH_UP_RATE=CATCH_UP_RATE_MB)
+            env.update(PS_LEAVE_ON_SIGTERM="1", PS_REREPLICATE_AFTER="1",
+                       PS_CATCH_UP_RATE=CATCH_UP_RATE_MB.get(schedule, "0.001"))
+        if schedule == "elastic_one_copy":
+            # With one copy of each key a server leaves only a job without chunks.
+            env.update(PS_CHUNK_BYTES="0")
         pushes = PUSHES[schedule]
         args = [f"--pushes={pushes}", f"--keys={KEYS}", f"--window={WINDOW[schedule]}"]
+        if schedule == "elastic_chunks":
+            env.update(PS_CHUNK_BYTES=CHUNK_BYTES)
+            args.append(f"--value_len={CHUNKED_VALUES}")
         node_env, node_prefix = on_hosts(net) if net else (None, None)
         first = FIRST_SERVERS.get(schedule, SERVERS)
         nodes = job.start_by_hand(app, WORKERS, first, args, extra_env=env,

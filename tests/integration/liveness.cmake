@@ -129,6 +129,15 @@ herdps_server_death_test(server_added_throttled server_added_test.py added_throt
 # A server added, then another one leaving gracefully on SIGTERM (PS_LEAVE_ON_SIGTERM=1):
 # the others take its keys over while it serves them, it exits 0, nothing is lost.
 herdps_server_death_test(server_added_then_removed server_added_test.py added_then_removed)
+# The same with values in chunks (3 chunks a key, PS_CHUNK_BYTES=1024): each chunk has
+# its own point of the ring and moves as a key does; every value of each key equal at
+# the end, every chunk on exactly 2 servers.
+herdps_server_death_test(server_added_then_removed_chunks server_added_test.py
+                         added_then_removed_chunks)
+# One copy of each key and values in chunks: a server added (a leave needs
+# PS_CHUNK_BYTES=0 then); the chunks move to it, nothing lost or applied twice.
+herdps_server_death_test(server_added_by_hand_chunks_one_copy server_added_test.py
+                         added_by_hand_chunks_one_copy)
 # The same with one copy of each key (PS_REPLICATION=1): the keys move, each key's one
 # copy from its server to its new one, and the parts in flight to the server that left
 # go to its keys' new servers; nothing is lost or applied twice.

@@ -96,14 +96,14 @@ KEYS = 64
 
 
 def read_checkpoint(path):
-    """{(key, chunk): (steps, values bytes, state bytes)} of a format-3 checkpoint
+    """{(key, chunk): (steps, values bytes, state bytes)} of a format-3 or 4 checkpoint
     (docs/optimizers.md), read from the format description."""
     with open(path, "rb") as f:
         data = f.read()
     assert data[:8] == b"HERDPSCK", f"{path}: not a checkpoint"
     at = 8
     version, width, _pushes, count, name_len = struct.unpack_from("<IIQQI", data, at)
-    assert version == 3, f"{path}: format {version}"
+    assert version in (3, 4), f"{path}: format {version}"
     at += 4 + 4 + 8 + 8 + 4 + name_len
     (workers,) = struct.unpack_from("<I", data, at)
     at += 4 + 8 * workers
@@ -193,6 +193,10 @@ def check_counts(f, worker_texts, pushes=None, per_push=1):
              f"{counted - acknowledged} increments counted twice")
     f.expect(failed == 0, f"{failed} pushes failed: the parts in flight to the dead server "
              "were not sent to its replicas")
+    m = re.search(r"(\d+) keys whose values disagree", worker_texts[0])
+    if m:  # --value_len: every chunk of a key had each update once
+        f.expect(int(m.group(1)) == 0, f"{m.group(1)} keys whose values disagree (a chunk "
+                 "lost or doubled an update)")
 
 
 def recovery_s(worker_texts, killed_at):

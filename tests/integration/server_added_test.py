@@ -28,6 +28,15 @@ HOW is one of:
                     while it serves them, then it leaves the table and exits 0. Counts
                     exact, every process exits 0; prints the keys that moved for each
                     change against the ring's share.
+  added_then_removed_chunks
+                    as added_then_removed with values in chunks: 600 values a key
+                    (--value_len) and PS_CHUNK_BYTES=1024, so each key is 3 chunks, each
+                    placed on the ring at its own point; the chunks move as keys do.
+                    Besides the counts, every value of each key equal at the end (each
+                    chunk had every update once), every chunk on exactly 2 servers.
+  added_by_hand_chunks_one_copy
+                    as added_by_hand_one_copy with those chunks (with one copy of each
+                    key a server can be added but cannot leave a job with chunks).
   added_by_hand_one_copy, added_then_removed_one_copy
                     as added_by_hand and added_then_removed with PS_REPLICATION=1: each
                     key's one copy moves, a push that reaches a key's old server by the
@@ -88,6 +97,9 @@ SERVERS = 3
 KEYS = 1024
 PUSHES = 8000  # per worker, ~1 ms apart: the add comes early, the move while they push
 ADD_AT_S = 1.5
+CHUNKED_VALUES = 600  # values a key with _chunks: 2400 bytes, 3 chunks of CHUNK_BYTES
+CHUNK_BYTES = 1024
+WHAT = {False: "keys", True: "chunks"}
 
 
 def rates_around(worker_texts, at, before_s=1.0, after_s=1.0):
@@ -111,12 +123,10 @@ def rates_around(worker_texts, at, before_s=1.0, after_s=1.0):
 
 def start_counters(job, app, args, leave_on_sigterm, env_over=None, copies=2):
     """The counter workload on SERVERS servers and WORKERS workers started by hand, once
-    the workers have pushed for ADD_AT_S, with PS_REPLICATION=copies. Chunks are off: a
-    value in chunks is striped over the ranks, which an added server would change for
-    most of them (the catch-up refuses them). env_over: settings over the test's.
-    Returns the nodes by name."""
-    env = dict(HEARTBEAT_ENV, PS_REPLICATION=str(copies), PS_CHUNK_BYTES="0",
-               **(env_over or {}))
+    the workers have pushed for ADD_AT_S, with PS_REPLICATION=copies and chunks off unless
+    env_over sets PS_CHUNK_BYTES (settings over the test's). Returns the nodes by name."""
+    env = dict(HEARTBEAT_ENV, PS_REPLICATION=str(copies), PS_CHUNK_BYTES="0")
+    env.update(env_over or {})
     if leave_on_sigterm:
         env["PS_LEAVE_ON_SIGTERM"] = "1"
     nodes = job.start_by_hand(app, WORKERS, SERVERS, args, extra_env=env)
@@ -320,6 +330,11 @@ def added(app, f, how):
     # PS_REPLICATION=1: each key's one copy moves (the ring's share is then 1/N).
     copies = 1 if how.endswith("_one_copy") else 2
     how = how[:-len("_one_copy")] if copies == 1 else how
+    chunked = how.endswith("_chunks")
+    how = how[:-len("_chunks")] if chunked else how
+    # Records per key: 600 values of 4 bytes in chunks of 1024 bytes.
+    chunks = -(-CHUNKED_VALUES * 4 // CHUNK_BYTES) if chunked else 1
+    records = KEYS * chunks
     count = 2 if how == "added_twice" else 1
     remove = how == "added_then_removed"
     throttled = how == "added_throttled"
@@ -328,6 +343,9 @@ def added(app, f, how):
         os.makedirs(save)
         args = [f"--pushes={PUSHES}", f"--keys={KEYS}", f"--save_dir={save}"]
         env = {"PS_CATCH_UP_RATE": str(CATCH_UP_RATE_MB)} if throttled else {}
+        if chunked:
+            args.append(f"--value_len={CHUNKED_VALUES}")
+            env["PS_CHUNK_BYTES"] = str(CHUNK_BYTES)
         periodic = os.path.join(job.tmp.name, "periodic")
         if copies == 1:
             # Checkpoints once an hour: a file within the run is the one a server saves
@@ -395,11 +413,12 @@ def added(app, f, how):
                     leave_sent[int(rank)] = leave_sent.get(int(rank), 0) + int(n)
             moved = sum(leave_sent.values())
             total = SERVERS + count
-            print(f"server 0 left: {moved} of {KEYS} keys got a new copy ({moved / KEYS:.3f}; "
-                  f"the keys it held are {copies}/{total} = {copies / total:.3f} of them, "
-                  f"and {moved / (copies * KEYS):.3f} of the copies moved, against "
-                  f"1/{total} = {1 / total:.3f}), to servers {sorted(leave_sent)}")
-            f.expect(0 < moved < KEYS, f"{moved} keys moved when server 0 left")
+            print(f"server 0 left: {moved} of {records} {WHAT[chunked]} got a new copy "
+                  f"({moved / records:.3f}; the {WHAT[chunked]} it held are {copies}/{total} = "
+                  f"{copies / total:.3f} of them, and {moved / (copies * records):.3f} of the "
+                  f"copies moved, against 1/{total} = {1 / total:.3f}), to servers "
+                  f"{sorted(leave_sent)}")
+            f.expect(0 < moved < records, f"{moved} {WHAT[chunked]} moved when server 0 left")
             f.expect(0 not in leave_sent, "the leaving server was sent keys")
         if throttled:
             sends = [(int(n), int(b), int(m), float(t)) for p in everyone for n, b, m, t in
@@ -420,11 +439,12 @@ def added(app, f, how):
             pattern = rf"sent server {rank} the (\d+) keys it holds with this one"
             sent = sum(int(n) for p in everyone for n in re.findall(pattern, p.text()))
             total = servers_before + 1
-            print(f"server {rank}: {sent} of {KEYS} keys moved to it ({sent / KEYS:.3f}; the "
-                  f"ring's share with {copies} copies of each key is {copies}/{total} = "
-                  f"{copies / total:.3f}, and {sent / (copies * KEYS):.3f} of the copies, "
-                  f"against 1/{total} = {1 / total:.3f})")
-            f.expect(0 < sent < KEYS, f"{sent} keys moved to server {rank}")
+            print(f"server {rank}: {sent} of {records} {WHAT[chunked]} moved to it "
+                  f"({sent / records:.3f}; the ring's share with {copies} copies of each is "
+                  f"{copies}/{total} = {copies / total:.3f}, and "
+                  f"{sent / (copies * records):.3f} of the copies, against 1/{total} = "
+                  f"{1 / total:.3f})")
+            f.expect(0 < sent < records, f"{sent} {WHAT[chunked]} moved to server {rank}")
             path = os.path.join(save, f"server-{rank}.ckpt")
             if not f.expect(os.path.exists(path), f"server {rank} saved nothing"):
                 return
@@ -464,11 +484,16 @@ def added(app, f, how):
         wrong = sum(1 for records in held_by.values() if len(records) != copies)
         differ = sum(1 for records in held_by.values()
                      if len(records) == copies and any(r != records[0] for r in records))
-        print(f"{len(held_by)} keys on servers {final}: {wrong} not on exactly {copies} of "
+        what = WHAT[chunked]
+        print(f"{len(held_by)} {what} on servers {final}: {wrong} not on exactly {copies} of "
               f"them, {differ} whose {copies} copies differ")
-        f.expect(len(held_by) == KEYS, f"{len(held_by)} keys, not {KEYS}")
-        f.expect(wrong == 0, f"{wrong} keys are not on exactly {copies} servers")
-        f.expect(differ == 0, f"{differ} keys' copies differ")
+        f.expect(len(held_by) == records, f"{len(held_by)} {what}, not {records}")
+        if chunked:
+            in_chunks = sum(1 for _key, chunk in held_by if chunk)
+            f.expect(in_chunks == records, f"{records - in_chunks} keys are stored whole, "
+                     "not in chunks")
+        f.expect(wrong == 0, f"{wrong} {what} are not on exactly {copies} servers")
+        f.expect(differ == 0, f"{differ} {what}' copies differ")
         left = job.left()
         f.expect(left == [], f"processes left: {left}")
 
@@ -476,6 +501,7 @@ def added(app, f, how):
 def main():
     hows = ("added_by_hand", "added_throttled", "added_twice", "added_then_removed",
             "added_by_hand_one_copy", "added_then_removed_one_copy",
+            "added_then_removed_chunks", "added_by_hand_chunks_one_copy",
             "removed_after_a_lost_answer_one_copy", "added_while_another_stopped",
             "removed_while_another_stopped",
             "added_while_another_stalls", "removed_while_another_stalls")

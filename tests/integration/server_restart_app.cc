@@ -16,6 +16,11 @@
 //   "server_restart_app: worker R acknowledged A lost L unacknowledged_applied U restarts N"
 // and, after a worker barrier, worker 0 pulls every key and prints
 //   "server_restart_app: counted C over K keys".
+// With --value_len L each key holds L values, each push adds 1 to all of them (with
+// PS_CHUNK_BYTES under 4 L the value is stored in chunks on several servers); C is
+// then the sum of all values over L, and worker 0 also prints
+//   "server_restart_app: D keys whose values disagree"
+// (a chunk that lost or doubled an update, where the others did not).
 // A lost-update count that is right gives sum(A) - C == sum(L) - sum(U) (times
 // --keys_per_push: C counts keys, A pushes).
 //
@@ -47,6 +52,7 @@
 DEFINE_int32(keys, 64, "counters (keys 0 .. keys-1, spread over the servers)");
 DEFINE_int32(pushes, 3000, "acknowledged pushes each worker makes");
 DEFINE_int32(keys_per_push, 1, "counters each push adds 1 to (at most --keys)");
+DEFINE_int32(value_len, 1, "values of each key (each push adds 1 to all of them)");
 DEFINE_bool(push_pull, false, "push with KVWorker::PushPull (the values read are not used)");
 DEFINE_int32(push_gap_us, 1000, "pause between two pushes");
 DEFINE_int32(window, 1, "pushes in flight per worker (1: each waited for before the next)");
@@ -110,6 +116,7 @@ int RunWorker() {
   std::deque<InFlight> in_flight;
   std::deque<std::vector<ps::Key>> again;
   const int per_push = std::min(std::max(FLAGS_keys_per_push, 1), FLAGS_keys);
+  const size_t value_len = static_cast<size_t>(std::max(FLAGS_value_len, 1));
   const size_t window = static_cast<size_t>(std::max(FLAGS_window, 1));
   while (acknowledged < static_cast<uint64_t>(FLAGS_pushes)) {
     while (in_flight.size() < window &&
@@ -125,7 +132,7 @@ int RunWorker() {
         }
         std::sort(keys.begin(), keys.end());
       }
-      const std::vector<float> ones(keys.size(), -1.0f);
+      const std::vector<float> ones(keys.size() * value_len, -1.0f);
       std::unique_ptr<std::vector<float>> pulled;
       int timestamp = 0;
       if (FLAGS_push_pull) {
@@ -148,7 +155,7 @@ int RunWorker() {
       ++acknowledged;
       if (pulled) {
         // SGD at learning rate 1: each value counts the pushes to its key, this one too.
-        bool right = pulled->size() == keys.size();
+        bool right = pulled->size() == keys.size() * value_len;
         for (float v : *pulled) right = right && v >= 1.0f;
         if (!right && wrong_pulls++ == 0) {
           Say("worker %d: a push-pull answered %zu values for %zu keys, or a value below 1",
@@ -188,9 +195,22 @@ int RunWorker() {
       Say("worker 0: the final pull failed: %s", s.ToString().c_str());
       return 1;
     }
+    if (values.size() != keys.size() * value_len) {
+      Say("worker 0: the final pull answered %zu values for %zu keys of %zu", values.size(),
+          keys.size(), value_len);
+      return 1;
+    }
     double counted = 0;
     for (float v : values) counted += v;
-    Say("counted %.0f over %d keys", counted, FLAGS_keys);
+    Say("counted %.0f over %d keys", counted / static_cast<double>(value_len), FLAGS_keys);
+    if (value_len > 1) {
+      int disagree = 0;
+      for (size_t k = 0; k < keys.size(); ++k) {
+        const float* v = values.data() + k * value_len;
+        if (std::any_of(v, v + value_len, [v](float x) { return x != v[0]; })) ++disagree;
+      }
+      Say("%d keys whose values disagree", disagree);
+    }
   }
   return 0;
 }

@@ -259,6 +259,32 @@ TEST_F(CheckpointTest, FutureFormatVersionWithValidChecksumIsRejected) {
   ExpectRejected(path, "format version");
 }
 
+TEST_F(CheckpointTest, ChunksOfAFormatThreeFileAreRefusedUnderTheRingPlacementOnly) {
+  // Format 3 placed chunk c on the c-th rank after its key's; format 4 at its own point
+  // of the ring. The layout is the same: only the version tells them apart.
+  std::string old = WriteEdited("format3", [](std::string* b) {
+    uint32_t version = 3;
+    std::memcpy(&(*b)[kVersionOffset], &version, 4);
+  });
+  CheckpointData data;
+  ASSERT_TRUE(ReadCheckpoint(old, &data).ok());
+  EXPECT_EQ(data.format, 3u);
+  Status s = CheckChunkPlacement(old, data, /*ring_placement=*/true);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find(old), std::string::npos) << s;
+  EXPECT_NE(s.message().find("key 9"), std::string::npos) << s;  // SmallData's chunk
+  EXPECT_TRUE(CheckChunkPlacement(old, data, /*ring_placement=*/false).ok());
+  // Without chunks a format-3 file is placed as before.
+  data.records.pop_back();
+  EXPECT_TRUE(CheckChunkPlacement(old, data, /*ring_placement=*/true).ok());
+  // A file written now is of the current format and places its chunks as this build.
+  std::string now = PathOf("format4");
+  ASSERT_TRUE(WriteCheckpoint(now, SmallData()).ok());
+  ASSERT_TRUE(ReadCheckpoint(now, &data).ok());
+  EXPECT_EQ(data.format, CheckpointData::kFormatVersion);
+  EXPECT_TRUE(CheckChunkPlacement(now, data, /*ring_placement=*/true).ok());
+}
+
 TEST_F(CheckpointTest, HugeRecordCountIsTruncatedWithoutHugeAllocation) {
   std::string path = WriteEdited("count", [](std::string* b) {
     uint64_t count = uint64_t{1} << 60;

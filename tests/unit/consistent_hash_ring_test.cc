@@ -258,16 +258,74 @@ TEST(ConsistentHashRing, FailoverSendsADeadServersKeysToTheirFirstLiveReplica) {
   }
 }
 
-TEST(ConsistentHashRing, ChunkReplicasAreTheNextRanksAndFailOverThere) {
-  ConsistentHashRing ring(3, kPoints);
+TEST(ConsistentHashRing, ChunkReplicasAreTheNextDistinctServersFromItsPointAndFailOverThere) {
+  ConsistentHashRing ring(4, kPoints);
   std::vector<int> replicas;
+  for (Key k = 0; k < 200; ++k) {
+    for (uint32_t c = 0; c < 6; ++c) {
+      ring.ReplicasOfChunk(k, c, 3, &replicas);
+      ASSERT_EQ(replicas.size(), 3u);
+      EXPECT_EQ(replicas[0], ring.ServerOfChunk(k, c));
+      EXPECT_NE(replicas[0], replicas[1]);
+      EXPECT_NE(replicas[1], replicas[2]);
+      EXPECT_NE(replicas[0], replicas[2]);
+      EXPECT_EQ(ring.WithFailover(3, {replicas[0]}).ServerOfChunk(k, c), replicas[1]);
+      EXPECT_EQ(ring.WithFailover(3, {replicas[0], replicas[1]}).ServerOfChunk(k, c),
+                replicas[2]);
+    }
+    // Chunk 0 is where the key itself is.
+    EXPECT_EQ(ring.ServerOfChunk(k, 0), ring.ServerOf(k));
+    ring.ReplicasOf(k, 3, &replicas);
+    std::vector<int> chunk_zero;
+    ring.ReplicasOfChunk(k, 0, 3, &chunk_zero);
+    EXPECT_EQ(chunk_zero, replicas);
+  }
+}
+
+TEST(ConsistentHashRing, ChunksOfValuesSpreadOverEveryServer) {
+  ConsistentHashRing ring(4, kPoints);
+  std::vector<size_t> per_server(4, 0);
+  const Key kKeys = 2000;
+  const uint32_t kChunks = 8;
+  for (Key k = 0; k < kKeys; ++k) {
+    for (uint32_t c = 0; c < kChunks; ++c) ++per_server[ring.ServerOfChunk(k, c)];
+  }
+  for (int rank = 0; rank < 4; ++rank) {
+    const double share = static_cast<double>(per_server[rank]) / (kKeys * kChunks);
+    EXPECT_GE(share, 0.18) << "server " << rank;
+    EXPECT_LE(share, 0.32) << "server " << rank;
+  }
+}
+
+TEST(ConsistentHashRing, AddingAServerMovesAboutOneInNPlusOneChunksAllToTheNewServer) {
+  ConsistentHashRing before(4, kPoints);
+  ConsistentHashRing after(5, kPoints);
+  size_t moved = 0, total = 0;
+  for (Key k = 0; k < 20000; ++k) {
+    for (uint32_t c = 1; c < 9; ++c) {
+      const int was = before.ServerOfChunk(k, c);
+      const int is = after.ServerOfChunk(k, c);
+      ++total;
+      if (is == was) continue;
+      ASSERT_EQ(is, 4) << "chunk " << c << " of key " << k << " moved to an old server";
+      ++moved;
+    }
+  }
+  const double fraction = static_cast<double>(moved) / total;
+  std::printf("[ ring ] adding a 5th server moved %.4f of the chunks (ideal 0.2)\n", fraction);
+  EXPECT_GE(fraction, 0.12);
+  EXPECT_LE(fraction, 0.28);
+}
+
+TEST(ConsistentHashRing, RangesPutChunkCOnTheCthRankAfterTheKeysOwn) {
+  ConsistentHashRing ranges = ConsistentHashRing::Ranges(3);
+  std::vector<int> replicas;
+  const Key key = kMaxKey / 3 + 5;  // rank 1's
   for (uint32_t c = 0; c < 6; ++c) {
-    ring.ReplicasOfChunk(11, c, 2, &replicas);
-    ASSERT_EQ(replicas.size(), 2u);
-    EXPECT_EQ(replicas[0], ring.ServerOfChunk(11, c));
-    EXPECT_EQ(replicas[1], (replicas[0] + 1) % 3);
-    int dead = replicas[0];
-    EXPECT_EQ(ring.WithFailover(2, {dead}).ServerOfChunk(11, c), replicas[1]);
+    EXPECT_EQ(ranges.ServerOfChunk(key, c), static_cast<int>((1 + c) % 3));
+    ranges.ReplicasOfChunk(key, c, 2, &replicas);
+    EXPECT_EQ(replicas, (std::vector<int>{static_cast<int>((1 + c) % 3),
+                                          static_cast<int>((2 + c) % 3)}));
   }
 }
 

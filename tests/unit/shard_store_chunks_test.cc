@@ -3,6 +3,7 @@
 // mix, and a chunk's layout must match what it was created with.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -100,6 +101,32 @@ TEST_F(ChunksTest, RoundsAndSnapshotsKeepChunksApart) {
   ASSERT_TRUE(fresh.Find(Chunk(7, 1, 2, 4), 2, 2, &slot).ok());
   EXPECT_EQ(*slot.steps, 1u);
   EXPECT_EQ(fresh.num_keys(), 2u);
+}
+
+TEST_F(ChunksTest, DroppingKeysAServerNoLongerHoldsTakesChunksOneByOne) {
+  // A ring change erases the keys and chunks a server no longer holds: each chunk of a
+  // key is placed on its own, so one chunk goes and the key's others stay.
+  ShardStore::Slot slot;
+  ASSERT_TRUE(store_->Find(Chunk(7, 0, 0, 10), 4, 4, &slot).ok());
+  ASSERT_TRUE(store_->Find(Chunk(7, 1, 4, 10), 4, 4, &slot).ok());
+  ASSERT_TRUE(store_->Find(Chunk(7, 2, 8, 10), 2, 2, &slot).ok());
+  ASSERT_TRUE(store_->Find(9, 3, 3, &slot).ok());
+  std::vector<float> g = {1, 1, 1, 1};
+  ASSERT_TRUE(store_->Aggregate(Chunk(7, 1, 4, 10), g.data(), 4, 0).ok());
+  const size_t dropped = store_->DropKeys(
+      [](const StoreKey& key) { return key.chunk == 1 || (key.chunk < 0 && key.key == 9); });
+  EXPECT_EQ(dropped, 2u);
+  EXPECT_EQ(store_->num_keys(), 2u);
+  EXPECT_EQ(store_->open_round_entries(), 0u);  // the dropped chunk's round went with it
+  std::vector<CheckpointRecord> left;
+  store_->Snapshot(&left);
+  std::vector<int32_t> chunks;
+  for (const CheckpointRecord& r : left) {
+    EXPECT_EQ(r.key, 7u);
+    chunks.push_back(r.chunk);
+  }
+  std::sort(chunks.begin(), chunks.end());
+  EXPECT_EQ(chunks, (std::vector<int32_t>{0, 2}));
 }
 
 }  // namespace

@@ -6,9 +6,14 @@
 // only about 1/N of the keys. The placement depends only on the server ranks and the
 // number of points, so every worker computes the same ring without talking.
 //
-// Replication (PS_REPLICATION=R, docs/fault-tolerance.md): a key's replicas are its
-// owner and the next R-1 distinct servers clockwise (ranges: the next ranks); a chunk's
-// are its server and the next R-1 ranks. They are fixed by the whole ring, dead servers
+// A value stored in chunks (PS_CHUNK_BYTES, docs/pipeline.md) places each chunk as a
+// key of its own: chunk c at its own point of the ring (ChunkPosition), so that its
+// chunks spread over the servers and a server added or removed moves about 1/N of
+// them, as of keys. With ranges, chunk c is on the c-th rank after the key's own.
+//
+// Replication (PS_REPLICATION=R, docs/fault-tolerance.md): a key's replicas, and a
+// chunk's, are its owner and the next R-1 distinct servers clockwise from its point
+// (ranges: the next ranks). They are fixed by the whole ring, dead servers
 // included: the servers that hold a key's history. Once servers are dead
 // (WithFailover), a key belongs to its first live replica, so that the server that
 // takes over a dead one's keys is the one that holds them.
@@ -61,14 +66,14 @@ class ConsistentHashRing {
   // itself at 10 million keys). Every rank must be below 65536.
   void ServersOf(const Key* keys, size_t n, uint16_t* out) const;
   // The rank of the server that owns chunk `chunk` of a value stored in chunks
-  // (docs/pipeline.md): chunk 0 on the key's own server, chunk c on the c-th server
-  // after it in rank order (wrapping around), so a large value's chunks spread evenly
-  // over the servers, whatever the placement.
+  // (docs/pipeline.md): on the ring, the owner of the chunk's point (chunk 0's is the
+  // key's own); with ranges, chunk c on the c-th rank after the key's own (wrapping).
   int ServerOfChunk(Key key, uint32_t chunk) const;
   // The `count` replicas of `key` (its owner first; at most every server), whatever is
   // dead, into *out (cleared).
   void ReplicasOf(Key key, int count, std::vector<int>* out) const;
-  // The same for chunk `chunk` of key: ServerOfChunk's rank, then the next ranks.
+  // The same for chunk `chunk` of key: ServerOfChunk's rank, then the next distinct
+  // servers clockwise from the chunk's point (ranges: the next ranks).
   void ReplicasOfChunk(Key key, uint32_t chunk, int count, std::vector<int>* out) const;
   int replication() const { return replication_; }
   // Whether some server is dead and its keys fail over (WithFailover).
@@ -91,12 +96,16 @@ class ConsistentHashRing {
   // The 64-bit hash keys are placed by (a bijective mixer, so distinct keys never
   // collide on the ring's input).
   static uint64_t HashKey(Key key);
+  // The ring position of chunk `chunk` of key (chunk 0: HashKey(key)).
+  static uint64_t ChunkPosition(Key key, uint32_t chunk);
 
  private:
   // The index in points_ of the first point at or after ring position h (wrapping to
   // 0): a table lookup and a short scan instead of a binary search, because every key
   // of every request comes here (ps-lite's benchmark sends 10 million at once).
   size_t PointAtOrAfter(uint64_t h) const;
+  // Appends to *out the first `want` distinct servers clockwise from `position`.
+  void DistinctServersFrom(uint64_t position, size_t want, std::vector<int>* out) const;
   void IndexPoints();
 
   static constexpr int kBucketBits = 12;

@@ -166,6 +166,21 @@ class Postoffice {
   // The job's PS_REPLICATION as the scheduler has it: each key lives on this many
   // servers (docs/fault-tolerance.md). Set once the node has joined.
   int replication() const { return replication_; }
+  // Why a server of a job with one copy of each key and values in chunks cannot leave.
+  static constexpr const char* kLeaveNeedsKeptParts =
+      "with PS_REPLICATION=1 a server can leave only with PS_CHUNK_BYTES=0: only then does "
+      "a worker keep each part it sends until it is answered, to send it to the key's new "
+      "server if its server left (otherwise large parts go straight into shared memory)";
+  // Whether a request part may have to go to another server than the one it was sent
+  // to: its server died and its keys failed over (PS_REPLICATION >= 2), or it left the
+  // job (ring placement with PS_CHUNK_BYTES=0: with one copy of each key, only such a
+  // job lets a server leave). Workers then keep each part until it is answered, and a
+  // server names the pushes it took as their keys' server in a catch-up, since a key
+  // can move with its record while the part goes again. Set once the node has joined.
+  bool PartsMayGoAgain() const {
+    return replication_ >= 2 ||
+           (key_placement_ == ConsistentHashRing::kRing && chunk_bytes_ == 0);
+  }
   // Whether this node took a dead node's place in a running job (ps-lite's recovery):
   // a server that joined after the job formed, given a dead server's id and rank
   // (docs/fault-tolerance.md). Its Start skips the start barrier. Set once it joined.
