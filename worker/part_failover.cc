@@ -1,5 +1,6 @@
 // RequestPipeline: failover of request parts (PS_REPLICATION >= 2, or a server leaving
-// the job with any PS_REPLICATION; docs/fault-tolerance.md). When a server dies or
+// a job with one copy of each key and PS_CHUNK_BYTES=0: Postoffice::PartsMayGoAgain;
+// docs/fault-tolerance.md). When a server dies or
 // leaves, the parts of requests in flight that were sent to it go again, with the same
 // request id and marked resent, to the servers that took its keys over (each key's
 // first live replica); a part whose keys went to several servers is split. A server

@@ -90,11 +90,13 @@ herdps_server_death_test(replication_three_copies_two_servers_killed_at_once_pus
 # acknowledged increment counted once. One seed each here (elastic: seed 4, an add, a
 # re-replication, a kill and a new server, an add and a leave; elastic_one_copy, with
 # PS_REPLICATION=1: seed 1, two adds, two leaves, an add; kills_three_copies, with
-# PS_REPLICATION=3 and 4 servers: seed 1, two kills, then two servers killed at once);
+# PS_REPLICATION=3 and 4 servers: seed 1, two kills, then two servers killed at once;
+# elastic_chunks, values of 3 chunks each at its own point of the ring: seed 4, an add,
+# a re-replication, two kills each with a new server, an add);
 # docs/fault-tolerance.md gives the figures over many seeds (elastic_three_copies runs
 # by hand: "Not yet" says why).
 foreach(schedule_seed kills:1 stops:1 mixed:1 elastic:4 elastic_one_copy:1
-                      kills_three_copies:1)
+                      kills_three_copies:1 elastic_chunks:4)
   string(REPLACE ":" ";" parts ${schedule_seed})
   list(GET parts 0 schedule)
   list(GET parts 1 seed)

@@ -41,8 +41,7 @@ HOW is one of:
                           (its replicas among them), the others on both, identical.
   rereplicated_then_another_killed
                           as replaced_then_another_killed, but no new server: with
-                          PS_REREPLICATE_AFTER=1 (and PS_CHUNK_BYTES=0, which it needs)
-                          the scheduler retires server 1 1 s after
+                          PS_REREPLICATE_AFTER=1 the scheduler retires server 1 1 s after
                           its death, servers 0 and 2 copy its keys between them (each
                           key on both), and once it is out of the table server 2 is
                           killed. Two of three servers died and none replaced: no push
@@ -394,9 +393,7 @@ def replaced_then_another_killed(app, f):
 
 def rereplicated_then_another_killed(app, f):
     with Job() as job:
-        # Values are never chunked here (one float per key); re-replication needs it said.
-        nodes, save = start_counters_then_wait(job, app, PS_REREPLICATE_AFTER="1",
-                                               PS_CHUNK_BYTES="0")
+        nodes, save = start_counters_then_wait(job, app, PS_REREPLICATE_AFTER="1")
         scheduler = nodes["scheduler"]
         nodes["server 1"].kill()
         killed_at = time.time()

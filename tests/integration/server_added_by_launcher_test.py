@@ -3,7 +3,7 @@
 
 HOW is one of:
   launched  the counter workload of server_restart_app.cc (SGD counters on 1024 keys, 2
-            workers, 3 servers, PS_REPLICATION=2, PS_CHUNK_BYTES=0) under
+            workers, 3 servers, PS_REPLICATION=2, the default PS_CHUNK_BYTES) under
             `launch --job-file F`; 1.5 s into the pushes, `launch --add-servers 1
             --job-file F` starts a fourth server with the job's settings from F (mode
             0600, no PS_RANK). The scheduler adds it as server 3 and it catches up while
@@ -49,9 +49,7 @@ def check_job_file(f, path, app):
 def launched(app, launch, f):
     with Job() as job:
         job_file = os.path.join(job.tmp.name, "job.json")
-        # Chunks are off: a value in chunks is striped over the ranks, which an added
-        # server would change for most of them (the catch-up refuses them).
-        env = dict(HEARTBEAT_ENV, PS_REPLICATION="2", PS_CHUNK_BYTES="0")
+        env = dict(HEARTBEAT_ENV, PS_REPLICATION="2")
         p = job.launch(app, launch, WORKERS, SERVERS, [f"--pushes={PUSHES}", f"--keys={KEYS}"],
                        120, env=env, options=["--job-file", job_file])
         if not wait_until(lambda: all(f"worker {r} pid" in p.text() for r in range(WORKERS)),

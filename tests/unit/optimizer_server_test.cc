@@ -9,10 +9,14 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <limits>
 #include <string>
 
+#include "checkpoint.h"
 #include "ps/internal/clock_client.h"
 #include "request_bounds.h"
 #include "shard_store.h"
@@ -233,6 +237,52 @@ TEST(UpdateRule, ACheckpointLoadsOnlyIntoAServerRunningTheSameRule) {
     OptimizerServer rule(0, RuleOptions("counting_step"));
     Status s = rule.LoadCheckpoint(path);
     EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
+  }
+  std::remove(path.c_str());
+}
+
+// A checkpoint of format 3 (chunks striped over the ranks by the HerdPS that wrote it):
+// the layout of the current format with the version set back and the checksum redone.
+void WriteFormatThree(const std::string& path, const CheckpointData& data) {
+  ASSERT_TRUE(WriteCheckpoint(path, data).ok());
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  const uint32_t three = 3;
+  std::memcpy(&bytes[8], &three, sizeof(three));  // after the 8-byte magic
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over all but the checksum itself
+  for (size_t i = 0; i + 8 < bytes.size(); ++i) {
+    h ^= static_cast<unsigned char>(bytes[i]);
+    h *= 0x100000001b3ULL;
+  }
+  std::memcpy(&bytes[bytes.size() - 8], &h, sizeof(h));
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+TEST(OptimizerServerCheckpoint, AnOlderFileWithChunksIsRefusedUnderTheRingPlacement) {
+  const std::string path = ::testing::TempDir() + "striped_chunks_test.ckpt";
+  OptimizerServerOptions sgd;
+  sgd.threads = 1;
+  CheckpointData data;
+  data.optimizer = sgd.optimizer.ToString();
+  CheckpointRecord whole{3, 1, {1.0f}, {}};
+  CheckpointRecord chunk{9, 1, {2.0f}, {}, /*chunk=*/1, /*chunk_offset=*/1, /*value_len=*/2};
+  data.records = {whole, chunk};
+  WriteFormatThree(path, data);
+  {
+    OptimizerServer server(0, sgd);
+    Status s = server.LoadCheckpoint(path);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find("chunk"), std::string::npos) << s.ToString();
+    EXPECT_EQ(server.NumKeys(), 0u);  // nothing was loaded
+  }
+  data.records = {whole};  // without chunks the file is placed as before
+  WriteFormatThree(path, data);
+  {
+    OptimizerServer server(0, sgd);
+    Status s = server.LoadCheckpoint(path);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(server.NumKeys(), 1u);
   }
   std::remove(path.c_str());
 }
