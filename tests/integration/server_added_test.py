@@ -29,7 +29,7 @@ HOW is one of:
                     exact, every process exits 0; prints the keys that moved for each
                     change against the ring's share.
   added_then_removed_chunks
-                    as added_then_removed with values in chunks: 600 values a key
+                    as added_then_removed with values in chunks: 256 keys of 600 values
                     (--value_len) and PS_CHUNK_BYTES=1024, so each key is 3 chunks, each
                     placed on the ring at its own point; the chunks move as keys do.
                     Besides the counts, every value of each key equal at the end (each
@@ -98,6 +98,7 @@ KEYS = 1024
 PUSHES = 8000  # per worker, ~1 ms apart: the add comes early, the move while they push
 ADD_AT_S = 1.5
 CHUNKED_VALUES = 600  # values a key with _chunks: 2400 bytes, 3 chunks of CHUNK_BYTES
+CHUNKED_KEYS = 256
 CHUNK_BYTES = 1024
 WHAT = {False: "keys", True: "chunks"}
 
@@ -334,14 +335,17 @@ def added(app, f, how):
     how = how[:-len("_chunks")] if chunked else how
     # Records per key: 600 values of 4 bytes in chunks of 1024 bytes.
     chunks = -(-CHUNKED_VALUES * 4 // CHUNK_BYTES) if chunked else 1
-    records = KEYS * chunks
+    # Fewer keys with chunks (their pushes are 600 times longer): every key must have
+    # been pushed before the add, even on a slow machine.
+    keys = CHUNKED_KEYS if chunked else KEYS
+    records = keys * chunks
     count = 2 if how == "added_twice" else 1
     remove = how == "added_then_removed"
     throttled = how == "added_throttled"
     with Job() as job:
         save = os.path.join(job.tmp.name, "saved")
         os.makedirs(save)
-        args = [f"--pushes={PUSHES}", f"--keys={KEYS}", f"--save_dir={save}"]
+        args = [f"--pushes={PUSHES}", f"--keys={keys}", f"--save_dir={save}"]
         env = {"PS_CATCH_UP_RATE": str(CATCH_UP_RATE_MB)} if throttled else {}
         if chunked:
             args.append(f"--value_len={CHUNKED_VALUES}")
