@@ -55,7 +55,10 @@ def launched(app, launch, f):
         if not wait_until(lambda: all(f"worker {r} pid" in p.text() for r in range(WORKERS)),
                           START_S):
             raise AssertionError("the workers did not start")
-        if not f.expect(os.path.exists(job_file), "the job launcher wrote no job file"):
+        # The launcher writes it once it reads the scheduler's word that every node
+        # joined, which can come after the workers' first lines.
+        if not f.expect(wait_until(lambda: os.path.exists(job_file), 10),
+                        "the job launcher wrote no job file within 10 s of the workers' start"):
             return
         check_job_file(f, job_file, app)
         time.sleep(ADD_AT_S)
