@@ -49,11 +49,11 @@ size_t AppliedCopies::Merge(std::vector<uint64_t>* listed, const uint64_t* keys,
   return count;
 }
 
-std::vector<uint64_t>* AppliedCopies::Insert(const Id& id, bool* forgot_young) {
+AppliedCopies::Taken* AppliedCopies::Insert(const Id& id, bool* forgot_young) {
   const auto now = std::chrono::steady_clock::now();
-  auto [it, fresh] = ids_.emplace(id, std::vector<uint64_t>());
+  auto [it, fresh] = ids_.emplace(id, Taken());
   (void)fresh;
-  std::vector<uint64_t>* keys = &it->second;
+  Taken* keys = &it->second;
   order_.push_back(Entry{id, now});
   if (order_.size() > kCapacity) {
     if (now - order_.front().at < kYoung) {
@@ -71,18 +71,47 @@ bool AppliedCopies::Knows(const Id& id) const {
   return ids_.count(id) != 0;
 }
 
+namespace {
+
+void NoteTake(EarlierTakes* takes, uint64_t now, int from) {
+  takes->last = now;
+  if (takes->CameFrom(from)) return;
+  if (takes->from[0] < 0) {
+    takes->from[0] = from;
+  } else if (takes->from[1] < 0) {
+    takes->from[1] = from;
+  } else {
+    takes->from_more = true;
+  }
+}
+
+}  // namespace
+
 size_t AppliedCopies::Take(const Id& id, const uint64_t* keys, size_t n, bool whole,
-                           std::vector<uint8_t>* before, bool* forgot_young, bool* known) {
+                           std::vector<uint8_t>* before, bool* forgot_young, bool* known,
+                           int from, Earlier* earlier) {
   if (forgot_young) *forgot_young = false;
+  if (earlier) *earlier = Earlier();
   before->clear();
   std::lock_guard<std::mutex> lock(mu_);
   auto it = ids_.find(id);
   if (known) *known = it != ids_.end();
   if (n == 0) return 0;  // nothing to record (and an empty list stands for whole)
-  if (it != ids_.end()) return Merge(&it->second, keys, n, whole, before);
-  std::vector<uint64_t>* listed = Insert(id, forgot_young);
-  if (!whole) listed->assign(keys, keys + n);
+  const uint64_t now = ++takes_;
+  if (it != ids_.end()) {
+    if (earlier) *earlier = it->second.takes;
+    NoteTake(&it->second.takes, now, from);
+    return Merge(&it->second.keys, keys, n, whole, before);
+  }
+  Taken* taken = Insert(id, forgot_young);
+  NoteTake(&taken->takes, now, from);
+  if (!whole) taken->keys.assign(keys, keys + n);
   return 0;
+}
+
+uint64_t AppliedCopies::Sequence() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return takes_;
 }
 
 size_t AppliedCopies::Covered(const Id& id, const uint64_t* keys, size_t n,
@@ -91,7 +120,7 @@ size_t AppliedCopies::Covered(const Id& id, const uint64_t* keys, size_t n,
   std::lock_guard<std::mutex> lock(mu_);
   auto it = ids_.find(id);
   if (it == ids_.end()) return 0;
-  return Count(it->second, keys, n, before);
+  return Count(it->second.keys, keys, n, before);
 }
 
 void AppliedCopies::Add(const Record& record) {
@@ -99,17 +128,18 @@ void AppliedCopies::Add(const Record& record) {
   std::vector<uint8_t> before;
   auto it = ids_.find(record.id);
   if (it != ids_.end()) {
-    Merge(&it->second, record.keys.data(), record.keys.size(), record.keys.empty(), &before);
+    Merge(&it->second.keys, record.keys.data(), record.keys.size(), record.keys.empty(),
+          &before);
     return;
   }
-  *Insert(record.id, nullptr) = record.keys;
+  Insert(record.id, nullptr)->keys = record.keys;
 }
 
 std::vector<AppliedCopies::Record> AppliedCopies::Records() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Record> records;
   records.reserve(order_.size());
-  for (const Entry& e : order_) records.push_back(Record{e.id, ids_.at(e.id)});
+  for (const Entry& e : order_) records.push_back(Record{e.id, ids_.at(e.id).keys});
   return records;
 }
 

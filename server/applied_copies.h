@@ -10,7 +10,7 @@
 // PS_REPLICATION above 2 a piece's copy and another piece of the same part reach one
 // server).
 //
-// Bounded: the newest kCapacity ids are kept (about 120 MiB at most, plus the keys
+// Bounded: the newest kCapacity ids are kept (about 150 MiB at most, plus the keys
 // listed); a push sent again after that many newer ones is not recognised and is
 // applied a second time (counted in evicted_young(): ids dropped while younger than
 // kYoung).
@@ -27,6 +27,14 @@
 #include <vector>
 
 namespace ps {
+
+// What AppliedCopies knows of the takes of one push.
+struct EarlierTakes {
+  uint64_t last = 0;       // the AppliedCopies::Sequence() of the latest take; 0: none
+  int from[2] = {-1, -1};  // the nodes the first two distinct takes came from
+  bool from_more = false;  // and more than those
+  bool CameFrom(int node) const { return from_more || from[0] == node || from[1] == node; }
+};
 
 class AppliedCopies {
  public:
@@ -53,10 +61,16 @@ class AppliedCopies {
   // key of its part. Returns how many of them had been taken under it before; when any
   // had, *before (resized to n) says which. *forgot_young (if given) is set when
   // recording forgot an id younger than kYoung; *known (if given), when `id` was kept
-  // already.
+  // already; *earlier (if given) to what is known of its takes before this one. `from`:
+  // the node the message came from (a copy's server, a part's worker).
+  using Earlier = EarlierTakes;
   size_t Take(const Id& id, const uint64_t* keys, size_t n, bool whole,
               std::vector<uint8_t>* before, bool* forgot_young = nullptr,
-              bool* known = nullptr);
+              bool* known = nullptr, int from = -1, Earlier* earlier = nullptr);
+  // Counts the takes so far: a take that comes after a reading of it has a higher
+  // sequence than the value read. (A server compares it with when a catch-up's record
+  // of a key replaced what it took before for that key.)
+  uint64_t Sequence() const;
   // Whether `id` is kept (for any of its keys).
   bool Knows(const Id& id) const;
   // As Take, recording nothing.
@@ -76,6 +90,10 @@ class AppliedCopies {
     Id id;
     std::chrono::steady_clock::time_point at;
   };
+  struct Taken {
+    std::vector<uint64_t> keys;  // empty: whole
+    Earlier takes;
+  };
   // Merges `keys` into `listed` (empty: whole, which stays whole) and counts those it
   // held before, marking them in *before.
   static size_t Merge(std::vector<uint64_t>* listed, const uint64_t* keys, size_t n,
@@ -83,9 +101,10 @@ class AppliedCopies {
   static size_t Count(const std::vector<uint64_t>& listed, const uint64_t* keys, size_t n,
                       std::vector<uint8_t>* before);
   // Under mu_: a new entry for `id`, evicting the oldest beyond kCapacity.
-  std::vector<uint64_t>* Insert(const Id& id, bool* forgot_young);
+  Taken* Insert(const Id& id, bool* forgot_young);
   mutable std::mutex mu_;
-  std::unordered_map<Id, std::vector<uint64_t>, Hash> ids_;  // keys taken; empty: whole
+  std::unordered_map<Id, Taken, Hash> ids_;
+  uint64_t takes_ = 0;  // Sequence()
   std::deque<Entry> order_;  // oldest first
   uint64_t evicted_young_ = 0;
 };

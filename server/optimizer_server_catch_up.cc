@@ -711,10 +711,13 @@ void OptimizerServer::TakeCatchUp(const KVMeta& meta, const KVPairs<float>& data
   Status bad = DecodeCatchUp(data, optimizer_->StateWidth(), records.get());
   if (!bad.ok()) return fail(bad);
   {
+    // A copy taken so far for one of these keys is replaced by its record (queued after
+    // it on the key's shard): the record's sender alone says whether it holds it.
+    const uint64_t taken_at = applied_copies_->Sequence();
     std::lock_guard<std::mutex> lock(catch_up_mu_);
     ++catch_up_taken_[meta.sender];
     for (const CatchUpRecord& r : *records) {
-      record_senders_->Sent(meta.sender, r.record.key, r.record.chunk);
+      record_senders_->Sent(meta.sender, r.record.key, r.record.chunk, taken_at);
     }
   }
   const int threads = static_cast<int>(shards_.size());

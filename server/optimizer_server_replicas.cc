@@ -226,6 +226,42 @@ size_t OptimizerServer::HeldFromCatchUps(const KVMeta& meta, const KVPairs<float
   return count;
 }
 
+size_t OptimizerServer::ReplacedByRecords(const KVMeta& meta, const KVPairs<float>& data,
+                                          const EarlierTakes& earlier,
+                                          std::vector<uint8_t>* before) {
+  const size_t n = data.keys.size();
+  size_t replaced = 0;
+  std::lock_guard<std::mutex> lock(catch_up_mu_);
+  if (record_senders_->empty()) return 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t record_taken_at = 0;
+    if (!(*before)[i]) continue;
+    const int sender = record_senders_->SenderOf(data.keys[i], meta.chunk, &record_taken_at);
+    // Every take of this push came before the key's record, which replaced the key, and
+    // none from the record's sender (its record holds what it sent before it: its cut
+    // came after): the update is in the record only if its sender named it
+    // (HeldFromCatchUps, merged after). A late copy that reached this server from a
+    // server routing by an older ring before the record is such a take.
+    if (sender >= 0 && earlier.last <= record_taken_at && !earlier.CameFrom(sender)) {
+      (*before)[i] = 0;
+      ++replaced;
+    }
+  }
+  if (replaced > 0) {
+    const uint64_t count =
+        replaced_by_records_.fetch_add(1, std::memory_order_relaxed) + 1;
+    LOG_IF(INFO, pieces_log_.ShouldLog())
+        << "a push of request " << PushOf(meta).request << " from node "
+        << PushOf(meta).worker << " was taken here before a catch-up's record replaced "
+        << replaced << " of its keys: it applies to those again unless the record's sender "
+        << "held it (" << count << " so far)";
+  }
+  if (std::none_of(before->begin(), before->end(), [](uint8_t b) { return b != 0; })) {
+    before->clear();
+  }
+  return replaced;
+}
+
 size_t OptimizerServer::TakenBefore(const KVMeta& meta, const KVPairs<float>& data,
                                     std::vector<uint8_t>* before) {
   const bool copy = meta.replica_of >= 0;
@@ -243,9 +279,12 @@ size_t OptimizerServer::TakenBefore(const KVMeta& meta, const KVPairs<float>& da
   const bool whole =
       copy && !meta.resent && meta.sender == Postoffice::ServerRankToID(meta.first_server);
   bool forgot_young = false, known = false;
-  size_t taken =
-      applied_copies_->Take(id, data.keys.data(), n, whole, before, &forgot_young, &known);
-  if (known && taken < n) {
+  AppliedCopies::Earlier earlier;
+  size_t taken = applied_copies_->Take(id, data.keys.data(), n, whole, before, &forgot_young,
+                                       &known, meta.sender, &earlier);
+  const size_t replaced = taken > 0 ? ReplacedByRecords(meta, data, earlier, before) : 0;
+  taken -= replaced;
+  if (known && taken + replaced < n) {
     // With PS_REPLICATION above 2: another piece of the part, or its copy, came first.
     const uint64_t met = pieces_met_.fetch_add(1, std::memory_order_relaxed) + 1;
     LOG_IF(INFO, pieces_log_.ShouldLog())

@@ -38,7 +38,8 @@ class CustomerExecutor {
         try {
           item.task();
         } catch (const std::exception& e) {
-          LOG_IF(ERROR, self->throw_log_.ShouldLog()) << "app handle or callback threw: " << e.what();
+          LOG_IF(ERROR, self->throw_log_.ShouldLog())
+              << "app handle or callback threw: " << e.what();
         } catch (...) {
           LOG_IF(ERROR, self->throw_log_.ShouldLog())
               << "app handle or callback threw something that is not a std::exception";
@@ -389,11 +390,13 @@ void Customer::Abort(std::vector<std::pair<int, uint64_t>> victims, const Status
   }
 }
 
-void Customer::AbortRequestsWaitingFor(const Node& node, const Status& status) {
+void Customer::AbortRequestsWaitingFor(const Node& node, const Status& status,
+                                       uint64_t registered_before) {
   std::vector<std::pair<int, uint64_t>> victims;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& kv : in_flight_) {
+      if (kv.first >= registered_before) break;  // ids ascend
       for (int peer : kv.second.peers) {
         if (peer == node.id) {
           victims.emplace_back(kv.second.timestamp, kv.first);
@@ -403,6 +406,11 @@ void Customer::AbortRequestsWaitingFor(const Node& node, const Status& status) {
     }
   }
   Abort(std::move(victims), status);
+}
+
+uint64_t Customer::NextRequestId() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return next_id_;
 }
 
 void Customer::AbortAllRequests(const Status& status) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -234,6 +235,16 @@ void Postoffice::InstallMembership(MembershipView view) {
     }
     if (!n.alive() && (!before || before->alive())) gone.push_back(n);
   }
+  // The requests meant for a replaced process: those registered so far. Any later one
+  // was sent over the new connections (Reconnect, above), to the new process, whose
+  // answer it waits for (a replica's copy sent by a thread that reads this table).
+  std::map<std::pair<int, int>, uint64_t> meant_for_old_process;
+  if (!replaced.empty()) {
+    directory_->ForEach([&meant_for_old_process](int app, int customer, Customer* c) {
+      meant_for_old_process[{app, customer}] = c->NextRequestId();
+      return true;
+    });
+  }
   std::vector<int> not_added;  // entering servers out of the table: dead, or called off
   for (const Node& n : old->nodes) {
     // Out of the table: an added server that died before it caught up (it never held a
@@ -321,8 +332,12 @@ void Postoffice::InstallMembership(MembershipView view) {
                                      std::to_string(n.rank) + " (node " + std::to_string(n.id) +
                                      ", " + n.endpoint + ") died and was replaced");
     LOG(WARNING) << why.message();
-    directory_->ForEach([&n, &why](int, int, Customer* customer) {
-      customer->AbortRequestsWaitingFor(n, why);
+    directory_->ForEach([&n, &why, &meant_for_old_process](int app, int id, Customer* customer) {
+      auto bound = meant_for_old_process.find({app, id});
+      // A customer opened since registered nothing before the new process was known.
+      if (bound != meant_for_old_process.end()) {
+        customer->AbortRequestsWaitingFor(n, why, bound->second);
+      }
       return true;
     });
   }

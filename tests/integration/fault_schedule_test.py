@@ -55,8 +55,10 @@ The job has recovered from a fault once the new server caught up (the scheduler 
 so), the leaving or dead server left the table, or 1 s after a short stop ended. SEEDS is a seed
 or a comma-separated list; each seed is a run, checked in full: every acknowledged
 increment counted once (0 lost, 0 twice), no push failed, every node but the killed,
-stopped-dead ones exits 0 (a server that left gracefully too). Each run
-prints its faults and, for each, when the workers' throughput was back at 90% of the
+stopped-dead ones exits 0 (a server that left gracefully too), and the replicas agree:
+each server live at the end saves its keys after ps::Finalize (--save_dir), and each key
+(and chunk) has PS_REPLICATION copies (or one on every live server) identical, holding
+every update (check_replicas). Each run prints its faults and, for each, when the workers' throughput was back at 90% of the
 second before it, first (a measurement, not checked). HERDPS_TEST_HEARTBEAT_TIMEOUT as for
 replication_test.py.
 """
@@ -71,7 +73,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "multihost"))
 from liveness_test import START_S, Job, Process, run_checks, wait_exits, wait_until  # noqa: E402
 from netns_network import Network, Skip  # noqa: E402
-from replication_test import HEARTBEAT_ENV, check_counts  # noqa: E402
+from replication_test import HEARTBEAT_ENV, check_counts, read_checkpoint  # noqa: E402
 
 WORKERS = 2
 SERVERS = 3
@@ -208,7 +210,10 @@ def run_one(schedule, seed, app, f, net=None):
             # With one copy of each key a server leaves only a job without chunks.
             env.update(PS_CHUNK_BYTES="0")
         pushes = PUSHES[schedule]
-        args = [f"--pushes={pushes}", f"--keys={KEYS}", f"--window={WINDOW[schedule]}"]
+        save = os.path.join(job.tmp.name, "saved")
+        os.makedirs(save)
+        args = [f"--pushes={pushes}", f"--keys={KEYS}", f"--window={WINDOW[schedule]}",
+                f"--save_dir={save}"]
         if schedule == "elastic_chunks":
             env.update(PS_CHUNK_BYTES=CHUNK_BYTES)
             args.append(f"--value_len={CHUNKED_VALUES}")
@@ -337,8 +342,39 @@ def run_one(schedule, seed, app, f, net=None):
         for p in survivors:
             f.expect(p.proc.returncode == 0, f"seed {seed}: {p.name} exited "
                      f"{p.proc.returncode}, not 0")
+        check_replicas(f, seed, save, sorted(servers), COPIES.get(schedule, 2))
         left = job.left()
         f.expect(left == [], f"seed {seed}: processes left: {left}")
+
+
+def check_replicas(f, seed, save, ranks, copies):
+    """The copies of each key (and chunk) on the servers live at the end, as each saved
+    them after ps::Finalize: at least `copies` of them (or every live server) identical,
+    with the most steps (one per push applied). A replica that applied a push twice holds
+    a step more than the others, one that lost one a step less; a server that held a key
+    before the ring last changed may still keep a stale copy (dropped 2 s after the
+    change): fewer steps, not counted."""
+    holders = {}
+    for r in ranks:
+        path = os.path.join(save, f"server-{r}.ckpt")
+        if not f.expect(os.path.exists(path), f"seed {seed}: server {r} saved nothing"):
+            return
+        for key, record in read_checkpoint(path).items():
+            holders.setdefault(key, []).append((r, record))
+    need = min(copies, len(ranks))
+    bad = []
+    for key, held in sorted(holders.items()):
+        most = max(record[0] for _, record in held)
+        top = [(r, record) for r, record in held if record[0] == most]
+        identical = all(record == top[0][1] for _, record in top)
+        if len(top) < need or not identical:
+            bad.append(f"key {key[0]} chunk {key[1]}: steps " +
+                       ", ".join(f"{record[0]} on server {r}" for r, record in held))
+    print(f"seed {seed}: {len(holders)} keys and chunks on the {len(ranks)} servers live at "
+          f"the end; {len(holders) - len(bad)} with {need} or more identical copies "
+          f"holding every update")
+    f.expect(not bad, f"seed {seed}: {len(bad)} keys whose copies part (a replica lost or "
+             f"doubled an update): " + "; ".join(bad[:5]))
 
 
 def main():

@@ -92,11 +92,12 @@ herdps_server_death_test(replication_three_copies_two_servers_killed_at_once_pus
 # PS_REPLICATION=1: seed 1, two adds, two leaves, an add; kills_three_copies, with
 # PS_REPLICATION=3 and 4 servers: seed 1, two kills, then two servers killed at once;
 # elastic_chunks, values of 3 chunks each at its own point of the ring: seed 4, an add,
-# a re-replication, two kills each with a new server, an add);
-# docs/fault-tolerance.md gives the figures over many seeds (elastic_three_copies runs
-# by hand: "Not yet" says why).
+# a re-replication, two kills each with a new server, an add; elastic_three_copies, with
+# PS_REPLICATION=3 and 4 to 6 servers: seed 1, an add, two servers killed at once and
+# replaced, a leave, two more killed at once, an add); docs/fault-tolerance.md gives the
+# figures over many seeds.
 foreach(schedule_seed kills:1 stops:1 mixed:1 elastic:4 elastic_one_copy:1
-                      kills_three_copies:1 elastic_chunks:4)
+                      kills_three_copies:1 elastic_chunks:4 elastic_three_copies:1)
   string(REPLACE ":" ";" parts ${schedule_seed})
   list(GET parts 0 schedule)
   list(GET parts 1 seed)

@@ -42,6 +42,37 @@ TEST(AppliedCopies, ASecondTakeOfOnePushIsRecognised) {
   EXPECT_EQ(copies.Take(IdOf(7), other.data(), 1, /*whole=*/false, &before), 1u);
 }
 
+TEST(AppliedCopies, SaysWhenAndFromWhomAPushWasTakenBefore) {
+  // A server compares this with when a catch-up's record replaced a key: a take from
+  // another server before the record is not in it.
+  AppliedCopies copies;
+  std::vector<uint8_t> before;
+  const std::vector<uint64_t> keys = {1, 2};
+  EarlierTakes earlier;
+  const uint64_t at_start = copies.Sequence();
+  copies.Take(IdOf(7), keys.data(), 2, true, &before, nullptr, nullptr, /*from=*/20, &earlier);
+  EXPECT_EQ(earlier.last, 0u) << "no take before the first";
+  EXPECT_FALSE(earlier.CameFrom(20));
+  const uint64_t after_first = copies.Sequence();
+  EXPECT_GT(after_first, at_start);
+  copies.Take(IdOf(7), keys.data(), 2, true, &before, nullptr, nullptr, /*from=*/22, &earlier);
+  EXPECT_EQ(earlier.last, after_first);
+  EXPECT_TRUE(earlier.CameFrom(20));
+  EXPECT_FALSE(earlier.CameFrom(22));
+  copies.Take(IdOf(7), keys.data(), 2, true, &before, nullptr, nullptr, /*from=*/24, &earlier);
+  EXPECT_GT(earlier.last, after_first);
+  EXPECT_TRUE(earlier.CameFrom(20));
+  EXPECT_TRUE(earlier.CameFrom(22));
+  EXPECT_FALSE(earlier.CameFrom(24));
+  // Beyond two senders it cannot tell, and says every node may have sent it.
+  copies.Take(IdOf(7), keys.data(), 2, true, &before, nullptr, nullptr, /*from=*/26, &earlier);
+  EXPECT_TRUE(earlier.CameFrom(24));
+  EXPECT_TRUE(earlier.CameFrom(99));
+  // Another push: its own history.
+  copies.Take(IdOf(8), keys.data(), 2, true, &before, nullptr, nullptr, /*from=*/20, &earlier);
+  EXPECT_EQ(earlier.last, 0u);
+}
+
 TEST(AppliedCopies, EveryFieldTellsPushesApart) {
   AppliedCopies copies;
   ASSERT_EQ(TakeWhole(&copies, IdOf(7)), 0u);

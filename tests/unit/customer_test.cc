@@ -379,6 +379,27 @@ TEST(Customer, AbortRequestsWaitingForANodeEndsOnlyThoseViaTheAbortHandle) {
   EXPECT_NE(c->RequestIdOf(none), 0u);
 }
 
+TEST(Customer, AbortBoundedByARequestIdEndsOnlyTheRequestsRegisteredBeforeIt) {
+  // A node replaced by a new process: what was registered before this node knew of the
+  // new process ends, what it sent the new process since goes on.
+  auto c = Unopened();
+  AbortRecorder recorder(c.get());
+  uint64_t id_old = 0, id_new = 0;
+  int old_request = c->NewRequest({kServer0}, &id_old);
+  const uint64_t bound = c->NextRequestId();
+  EXPECT_EQ(bound, id_old + 1);
+  int new_request = c->NewRequest({kServer0}, &id_new);
+  EXPECT_EQ(id_new, bound);
+
+  c->AbortRequestsWaitingFor(NodeWithId(kServer0), Status::Unavailable("replaced"), bound);
+
+  std::vector<Aborted> calls = recorder.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].timestamp, old_request);
+  EXPECT_EQ(calls[0].request_id, id_old);
+  EXPECT_NE(c->RequestIdOf(new_request), 0u) << "a request to the new process goes on";
+}
+
 TEST(Customer, AbortForANodeNoRequestWaitsForDoesNothing) {
   auto c = Unopened();
   AbortRecorder recorder(c.get());

@@ -21,6 +21,28 @@ TEST(RecordSenders, NamesTheSenderOfEachKeyAndNoneForOthers) {
   EXPECT_EQ(senders.SenderOf(7, -1), -1);
 }
 
+TEST(RecordSenders, KeepsWhenEachKeysLatestRecordWasTaken) {
+  RecordSenders senders;
+  senders.Sent(8, 1, -1, /*taken_at=*/5);
+  senders.Sent(8, 3, 0, 6);
+  senders.Sent(8, 2, -1, 6);  // out of order: sorted at the first lookup
+  senders.Sent(8, 1, -1, 9);  // the key sent again in the same round: the later counts
+  uint64_t taken_at = 0;
+  EXPECT_EQ(senders.SenderOf(1, -1, &taken_at), 8);
+  EXPECT_EQ(taken_at, 9u);
+  EXPECT_EQ(senders.SenderOf(2, -1, &taken_at), 8);
+  EXPECT_EQ(taken_at, 6u);
+  EXPECT_EQ(senders.SenderOf(3, 0, &taken_at), 8);
+  EXPECT_EQ(taken_at, 6u);
+  taken_at = 77;
+  EXPECT_EQ(senders.SenderOf(4, -1, &taken_at), -1);
+  EXPECT_EQ(taken_at, 77u) << "untouched when no record names the key";
+  // A later round of another sender wins, with its own time.
+  senders.Sent(10, 2, -1, 12);
+  EXPECT_EQ(senders.SenderOf(2, -1, &taken_at), 10);
+  EXPECT_EQ(taken_at, 12u);
+}
+
 TEST(RecordSenders, AnotherRoundReplacesTheSendersRoundBeforeOnceItEnds) {
   RecordSenders senders;
   senders.Sent(8, 1, -1);

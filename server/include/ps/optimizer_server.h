@@ -42,6 +42,7 @@
 namespace ps {
 
 class AppliedCopies;
+struct EarlierTakes;
 class ImportedCopies;
 class OwnerPushes;
 class RecordSenders;
@@ -212,6 +213,14 @@ class OptimizerServer {
   // Records the others as taken now.
   size_t TakenBefore(const KVMeta& meta, const KVPairs<float>& data,
                      std::vector<uint8_t>* before);
+  // The part of TakenBefore that looks at when each key's catch-up record came: of the
+  // keys marked in *before (a push taken before under the same id, as `earlier` says),
+  // unmarks those whose record was taken after every such take, none of which came from
+  // the record's sender (the record replaced the key: its sender's ids decide,
+  // HeldFromCatchUps). Returns how many it unmarked; clears *before when none is left
+  // marked.
+  size_t ReplacedByRecords(const KVMeta& meta, const KVPairs<float>& data,
+                           const EarlierTakes& earlier, std::vector<uint8_t>* before);
   // The ImportedCopies half of TakenBefore: how many keys a catch-up's sender holds the
   // push in (*held, resized to the keys when any, says which).
   size_t HeldFromCatchUps(const KVMeta& meta, const KVPairs<float>& data,
@@ -348,6 +357,7 @@ class OptimizerServer {
   std::atomic<bool> caught_up_{false};  // it holds its keys from its replicas
   std::atomic<uint64_t> duplicates_{0};
   std::atomic<uint64_t> pieces_met_{0};  // ids taken again for keys not taken yet
+  std::atomic<uint64_t> replaced_by_records_{0};  // pushes taken again after a record
   LogLimiter pieces_log_;
   std::atomic<uint64_t> duplicate_push_pulls_{0};
   LogLimiter push_pull_log_;

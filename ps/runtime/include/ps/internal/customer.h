@@ -136,7 +136,13 @@ class Customer {
   void Accept(Message& msg);
   // For the Postoffice's control thread: ends requests waiting for `node` (dead or
   // left), or every request (the scheduler is gone), or those past their deadline.
-  void AbortRequestsWaitingFor(const Node& node, const Status& status);
+  // With `registered_before`, only requests whose id is below it: those registered
+  // before that point (a node replaced by a new process ends what was meant for the
+  // old one, not what this node sent the new one since it learned of it).
+  void AbortRequestsWaitingFor(const Node& node, const Status& status,
+                               uint64_t registered_before = UINT64_MAX);
+  // The id the next request will get: a bound for AbortRequestsWaitingFor.
+  uint64_t NextRequestId();
   void AbortAllRequests(const Status& status);
   void ExpireRequests(Clock::time_point now);
 
