@@ -184,6 +184,12 @@ herdps_server_death_test(server_added_while_another_stopped_with_default_heartbe
                          server_added_test.py added_while_another_stopped)
 set_tests_properties(integration.server_added_while_another_stopped_with_default_heartbeats
   PROPERTIES ENVIRONMENT HERDPS_TEST_HEARTBEAT_TIMEOUT=default)
+# PS_REPLICATION=3: two of four servers killed at once, both declared dead 10 s later.
+herdps_server_death_test(replication_three_copies_two_servers_killed_with_default_heartbeats
+                         replication_test.py kill_two_of_four)
+set_tests_properties(
+  integration.replication_three_copies_two_servers_killed_with_default_heartbeats
+  PROPERTIES ENVIRONMENT HERDPS_TEST_HEARTBEAT_TIMEOUT=default)
 # apps/linear under BSP with PS_REPLICATION=2 finishes with a server killed mid-run, at
 # the loss of a run without the kill (a build without the apps has no linear).
 if(TARGET linear)
