@@ -215,7 +215,7 @@ void OptimizerServer::DropKeysNotHeldLater(const ConsistentHashRing& ring) {
 void OptimizerServer::DropRecordSendersLater() {
   // A push comes again for the keys of a catch-up while a worker's answer was missing
   // at it, or a copy of one planned then: within seconds. Then the record of each key's
-  // sender (16 bytes a key) goes.
+  // sender (24 bytes a key) goes.
   std::shared_ptr<Lifeline> lifeline = lifeline_;
   const uint64_t epoch = ++record_senders_epoch_;
   Postoffice::Get()->control_loop()->RunAfter(kKeepRecordSenders, [this, lifeline, epoch] {

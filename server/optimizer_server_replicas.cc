@@ -338,17 +338,21 @@ void OptimizerServer::SendReplicaCopies(Request* request, std::vector<Message>* 
   Customer* customer = server_->get_customer();
   for (Message& copy : *copies) {
     const int to = copy.meta.recipient;
-    uint64_t id = 0;
-    const int timestamp = customer->NewRequest({to}, &id);
-    copy.meta.timestamp = timestamp;
-    copy.meta.request_id = id;
-    copy.meta.incarnation = customer->incarnation();
+    // The table is read before the copy is registered: a copy registered before a new
+    // process in a dead one's place was known is ended with the old one (Postoffice),
+    // and is then taken for the old process's (the records this server sends the new one
+    // hold the update); one registered after it, for the new process's, goes on.
     const Node* replica = Postoffice::Get()->membership()->Find(to);
     bool before_catch_up = false;
     if (replica && replica->state == Node::kJoining) {
       std::lock_guard<std::mutex> lock(catch_up_mu_);
       before_catch_up = !catch_up_sent_.count({to, replica->identity});
     }
+    uint64_t id = 0;
+    const int timestamp = customer->NewRequest({to}, &id);
+    copy.meta.timestamp = timestamp;
+    copy.meta.request_id = id;
+    copy.meta.incarnation = customer->incarnation();
     {
       std::lock_guard<std::mutex> lock(copies_mu_);
       copies_in_flight_[id] = CopyInFlight{
@@ -409,9 +413,7 @@ void OptimizerServer::EndCopy(uint64_t id, const Status& status, bool answered) 
   const Node* replica = Postoffice::Get()->membership()->Find(copy.replica);
   if (!answered && copy.before_catch_up) {
     // To a new process in a dead one's place, planned before this server listed the
-    // keys it sends it: those records hold the update. (A node that learned of the new
-    // process before it learned of the death ends the requests waiting for that node
-    // id, this copy among them, as if sent to the dead process.)
+    // keys it sends it: those records hold the update.
     LOG_IF(INFO, replica_log_.ShouldLog())
         << "a push's copy for server " << rank << ", a new process catching up, ended ("
         << status << "); the keys this server sends it hold the update";

@@ -235,16 +235,6 @@ void Postoffice::InstallMembership(MembershipView view) {
     }
     if (!n.alive() && (!before || before->alive())) gone.push_back(n);
   }
-  // The requests meant for a replaced process: those registered so far. Any later one
-  // was sent over the new connections (Reconnect, above), to the new process, whose
-  // answer it waits for (a replica's copy sent by a thread that reads this table).
-  std::map<std::pair<int, int>, uint64_t> meant_for_old_process;
-  if (!replaced.empty()) {
-    directory_->ForEach([&meant_for_old_process](int app, int customer, Customer* c) {
-      meant_for_old_process[{app, customer}] = c->NextRequestId();
-      return true;
-    });
-  }
   std::vector<int> not_added;  // entering servers out of the table: dead, or called off
   for (const Node& n : old->nodes) {
     // Out of the table: an added server that died before it caught up (it never held a
@@ -285,6 +275,17 @@ void Postoffice::InstallMembership(MembershipView view) {
         return;
       }
     }
+  }
+  // The requests meant for a replaced process: those registered so far, just before the
+  // table that names the new one is out. Any later one is sent over the new connections
+  // (Reconnect, above), to the new process, whose answer it waits for (a replica's copy
+  // sent by a thread that reads this table).
+  std::map<std::pair<int, int>, uint64_t> meant_for_old_process;
+  if (!replaced.empty()) {
+    directory_->ForEach([&meant_for_old_process](int app, int customer, Customer* c) {
+      meant_for_old_process[{app, customer}] = c->NextRequestId();
+      return true;
+    });
   }
   const MembershipView* installed = membership_.Publish(std::move(view));
   {

@@ -66,6 +66,7 @@ import os
 import random
 import re
 import signal
+import struct
 import sys
 import time
 
@@ -342,18 +343,19 @@ def run_one(schedule, seed, app, f, net=None):
         for p in survivors:
             f.expect(p.proc.returncode == 0, f"seed {seed}: {p.name} exited "
                      f"{p.proc.returncode}, not 0")
-        check_replicas(f, seed, save, sorted(servers), COPIES.get(schedule, 2))
+        check_replicas(f, seed, save, sorted(servers), COPIES.get(schedule, 2), texts[0])
         left = job.left()
         f.expect(left == [], f"seed {seed}: processes left: {left}")
 
 
-def check_replicas(f, seed, save, ranks, copies):
+def check_replicas(f, seed, save, ranks, copies, worker0_text):
     """The copies of each key (and chunk) on the servers live at the end, as each saved
     them after ps::Finalize: at least `copies` of them (or every live server) identical,
-    with the most steps (one per push applied). A replica that applied a push twice holds
-    a step more than the others, one that lost one a step less; a server that held a key
-    before the ring last changed may still keep a stale copy (dropped 2 s after the
-    change): fewer steps, not counted."""
+    with the most steps (one per push applied), and those copies' counters add up to the
+    increments worker 0 counted. A replica that applied a push twice holds a step more
+    than the others, one that lost one a step less; a server that held a key before the
+    ring last changed may still keep a stale copy (dropped 2 s after the change): fewer
+    steps, not counted."""
     holders = {}
     for r in ranks:
         path = os.path.join(save, f"server-{r}.ckpt")
@@ -363,6 +365,7 @@ def check_replicas(f, seed, save, ranks, copies):
             holders.setdefault(key, []).append((r, record))
     need = min(copies, len(ranks))
     bad = []
+    first_chunk = {}  # key: its first chunk's (chunk, counter of its top copies)
     for key, held in sorted(holders.items()):
         most = max(record[0] for _, record in held)
         top = [(r, record) for r, record in held if record[0] == most]
@@ -370,9 +373,16 @@ def check_replicas(f, seed, save, ranks, copies):
         if len(top) < need or not identical:
             bad.append(f"key {key[0]} chunk {key[1]}: steps " +
                        ", ".join(f"{record[0]} on server {r}" for r, record in held))
+        if key[0] not in first_chunk or key[1] < first_chunk[key[0]][0]:
+            first_chunk[key[0]] = (key[1], struct.unpack_from("<f", top[0][1][1])[0])
+    total = round(sum(counter for _, counter in first_chunk.values()))
+    m = re.search(r"counted (\d+) over", worker0_text)
+    if m:
+        f.expect(total == int(m.group(1)), f"seed {seed}: the replicas' counters add up to "
+                 f"{total}, worker 0 counted {m.group(1)}")
     print(f"seed {seed}: {len(holders)} keys and chunks on the {len(ranks)} servers live at "
           f"the end; {len(holders) - len(bad)} with {need} or more identical copies "
-          f"holding every update")
+          f"holding every update (their counters add up to {total})")
     f.expect(not bad, f"seed {seed}: {len(bad)} keys whose copies part (a replica lost or "
              f"doubled an update): " + "; ".join(bad[:5]))
 
