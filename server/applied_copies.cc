@@ -53,7 +53,7 @@ AppliedCopies::Taken* AppliedCopies::Insert(const Id& id, bool* forgot_young) {
   const auto now = std::chrono::steady_clock::now();
   auto [it, fresh] = ids_.emplace(id, Taken());
   (void)fresh;
-  Taken* keys = &it->second;
+  Taken* taken = &it->second;
   order_.push_back(Entry{id, now});
   if (order_.size() > kCapacity) {
     if (now - order_.front().at < kYoung) {
@@ -63,7 +63,7 @@ AppliedCopies::Taken* AppliedCopies::Insert(const Id& id, bool* forgot_young) {
     ids_.erase(order_.front().id);  // never `id`: it is the newest
     order_.pop_front();
   }
-  return keys;
+  return taken;
 }
 
 bool AppliedCopies::Knows(const Id& id) const {

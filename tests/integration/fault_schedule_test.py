@@ -58,8 +58,9 @@ increment counted once (0 lost, 0 twice), no push failed, every node but the kil
 stopped-dead ones exits 0 (a server that left gracefully too), and the replicas agree:
 each server live at the end saves its keys after ps::Finalize (--save_dir), and each key
 (and chunk) has PS_REPLICATION copies (or one on every live server) identical, holding
-every update (check_replicas). Each run prints its faults and, for each, when the workers' throughput was back at 90% of the
-second before it, first (a measurement, not checked). HERDPS_TEST_HEARTBEAT_TIMEOUT as for
+every update (check_replicas). Each run prints its faults and, for each, when the
+workers' throughput was back at 90% of the second before it, first (a measurement, not
+checked). HERDPS_TEST_HEARTBEAT_TIMEOUT as for
 replication_test.py.
 """
 import os
