@@ -89,9 +89,9 @@ void NoteTake(EarlierTakes* takes, uint64_t now, int from) {
 
 size_t AppliedCopies::Take(const Id& id, const uint64_t* keys, size_t n, bool whole,
                            std::vector<uint8_t>* before, bool* forgot_young, bool* known,
-                           int from, Earlier* earlier) {
+                           int from, EarlierTakes* earlier) {
   if (forgot_young) *forgot_young = false;
-  if (earlier) *earlier = Earlier();
+  if (earlier) *earlier = EarlierTakes();
   before->clear();
   std::lock_guard<std::mutex> lock(mu_);
   auto it = ids_.find(id);

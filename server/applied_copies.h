@@ -63,10 +63,9 @@ class AppliedCopies {
   // recording forgot an id younger than kYoung; *known (if given), when `id` was kept
   // already; *earlier (if given) to what is known of its takes before this one. `from`:
   // the node the message came from (a copy's server, a part's worker).
-  using Earlier = EarlierTakes;
   size_t Take(const Id& id, const uint64_t* keys, size_t n, bool whole,
               std::vector<uint8_t>* before, bool* forgot_young = nullptr,
-              bool* known = nullptr, int from = -1, Earlier* earlier = nullptr);
+              bool* known = nullptr, int from = -1, EarlierTakes* earlier = nullptr);
   // Counts the takes so far: a take that comes after a reading of it has a higher
   // sequence than the value read. (A server compares it with when a catch-up's record
   // of a key replaced what it took before for that key.)
@@ -92,7 +91,7 @@ class AppliedCopies {
   };
   struct Taken {
     std::vector<uint64_t> keys;  // empty: whole
-    Earlier takes;
+    EarlierTakes takes;
   };
   // Merges `keys` into `listed` (empty: whole, which stays whole) and counts those it
   // held before, marking them in *before.

@@ -234,8 +234,8 @@ size_t OptimizerServer::ReplacedByRecords(const KVMeta& meta, const KVPairs<floa
   std::lock_guard<std::mutex> lock(catch_up_mu_);
   if (record_senders_->empty()) return 0;
   for (size_t i = 0; i < n; ++i) {
-    uint64_t record_taken_at = 0;
     if (!(*before)[i]) continue;
+    uint64_t record_taken_at = 0;
     const int sender = record_senders_->SenderOf(data.keys[i], meta.chunk, &record_taken_at);
     // Every take of this push came before the key's record, which replaced the key, and
     // none from the record's sender (its record holds what it sent before it: its cut
@@ -279,7 +279,7 @@ size_t OptimizerServer::TakenBefore(const KVMeta& meta, const KVPairs<float>& da
   const bool whole =
       copy && !meta.resent && meta.sender == Postoffice::ServerRankToID(meta.first_server);
   bool forgot_young = false, known = false;
-  AppliedCopies::Earlier earlier;
+  EarlierTakes earlier;
   size_t taken = applied_copies_->Take(id, data.keys.data(), n, whole, before, &forgot_young,
                                        &known, meta.sender, &earlier);
   const size_t replaced = taken > 0 ? ReplacedByRecords(meta, data, earlier, before) : 0;
