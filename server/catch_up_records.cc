@@ -5,22 +5,11 @@
 #include <cstring>
 #include <string>
 
+#include "float_words.h"
 #include "shard_store.h"
 
 namespace ps {
 namespace {
-
-float Word(uint32_t w) {
-  float f;
-  std::memcpy(&f, &w, sizeof(f));
-  return f;
-}
-
-uint32_t WordOf(float f) {
-  uint32_t w;
-  std::memcpy(&w, &f, sizeof(w));
-  return w;
-}
 
 constexpr size_t kIdWords = 8;  // an applied id's entry
 

@@ -23,6 +23,7 @@
 #include "ps/internal/kv_message.h"
 #include "ps/internal/node_activity.h"
 #include "request_bounds.h"
+#include "round_copies.h"
 #include "shard_thread.h"
 
 namespace ps {
@@ -61,6 +62,9 @@ struct OptimizerServer::Request {
   // A push some of whose keys took it before (TakenBefore): 1 for those, not applied
   // again; empty when none did.
   std::vector<uint8_t> taken_before;
+  // A push-pull part whose push went into its rounds before the part waited for held
+  // rounds (RunPart), by part; empty unless a push-pull under synchronous aggregation.
+  std::vector<uint8_t> pushed_early;
   bool lose_answer = false;  // PS_LOSE_PUSH_ANSWER: applied, not answered
   StoreKey chunk;    // a chunk request: the chunk (its key is data.keys[0])
   uint32_t chunk_len = 0;
@@ -126,6 +130,8 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
         std::make_unique<ShardStore>(optimizer_.get(), options_.init),
         std::max<size_t>(options_.queue_capacity, 1)));
   }
+  round_closes_.resize(shards_.size());
+  rounds_copied_below_.assign(shards_.size(), 0);
   // A new server in a replicated job catches up from the live servers instead: a
   // checkpoint of the dead one would bring back keys erased since.
   const bool catches_up =
@@ -146,8 +152,10 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
     // order after the pushes taken before it. Once that is queued on every shard,
     // Handle checks clocks against it: each part it queues then runs after it.
     clock_listener_ = JobServices::Get()->clocks()->AddListener([this](int64_t minimum) {
-      for (auto& shard : shards_) {
-        shard->Enqueue([minimum](ShardStore& store) { store.CloseRounds(minimum); });
+      for (size_t t = 0; t < shards_.size(); ++t) {
+        shards_[t]->Enqueue([this, t, minimum](ShardStore& store) {
+          CloseShardRounds(static_cast<int>(t), minimum, store);
+        });
       }
       closing_below_.store(minimum, std::memory_order_release);
     });
@@ -174,6 +182,8 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
   server_->set_own_request_handles(
       [this](Message& answer) { OnCopyAnswered(answer); },
       [this](int ts, uint64_t id, const Status& s) { OnCopyAborted(ts, id, s); });
+  server_->set_rounds_resent_handle(
+      [this](int worker, int dead_rank) { OnRoundsResent(worker, dead_rank); });
   server_->set_request_handle(
       [this](const KVMeta& meta, const KVPairs<float>& data, KVServer<float>*) {
         Handle(meta, data);
@@ -197,6 +207,13 @@ OptimizerServer::OptimizerServer(int app_id, const OptimizerServerOptions& optio
 }
 
 OptimizerServer::~OptimizerServer() {
+  {
+    std::lock_guard<std::mutex> lock(copies_mu_);  // see SendRoundCopies
+    stopping_.store(true, std::memory_order_release);
+  }
+  LOG_IF(INFO, round_copies_sent_.load() + round_copies_taken_.load() > 0)
+      << "round copies: sent " << round_copies_sent_.load() << " closed rounds to replicas, "
+      << "took " << round_copies_taken_.load() << " from owners";
   Postoffice::Get()->RemoveMembershipListener(membership_listener_);
   {
     std::lock_guard<std::mutex> lock(lifeline_->mu);  // a catch-up being sent ends first
@@ -248,6 +265,12 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
       meta.push) {
     return TakeCatchUp(meta, data);
   }
+  if (meta.cmd == kRoundCopyCmd && meta.push) return TakeRoundCopy(meta, data);
+  // Before anything is noted of the request: it may wait for this server's table.
+  if (options_.sync_aggregation && meta.replica_of < 0 && IsWorkerId(meta.sender) &&
+      CopiesRounds() && !PlacedByMyTable(meta, data)) {
+    return;
+  }
   if (meta.replica_of < 0 && Postoffice::Get()->catching_up() && !caught_up_.load()) {
     // A key whose every other holder is dead still names this server: it has not its
     // history yet (copies of later pushes are taken, as replica_of says). Once it holds
@@ -272,10 +295,16 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
       return Refuse(
           meta, Status::InvalidArgument("synchronous aggregation takes pushes from workers only"));
     }
+    const bool rounds = CopiesRounds();
+    if (rounds && !rounds_stamped_) {
+      rounds_stamped_ = true;  // answers say below which clock rounds are copied from now on
+      PublishRoundsCopied();
+    }
     // A push-pull taken before is only its pull now: checked as one (its round may
-    // have closed).
+    // have closed). A push sent again may be of a held round of a clock closed here:
+    // the shard tells, key by key.
     KVMeta checked = meta;
-    if (taken_already) checked.push = false;
+    if (taken_already || (rounds && meta.resent)) checked.push = false;
     Status clock = CheckClock(checked, closing_below_.load(std::memory_order_acquire),
                               ShardStore::kMaxClocksAhead);
     if (!clock.ok()) return Refuse(meta, clock);
@@ -293,6 +322,11 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
   if (meta.cmd == kEraseKeysCmd && meta.pull) {
     return Refuse(meta, Status::InvalidArgument("kEraseKeysCmd is a push command; a pull or "
                                                 "push-pull cannot carry it"));
+  }
+  if (meta.cmd == kEraseKeysCmd && CopiesRounds()) {
+    // Replicas take closed rounds only: an erase would reach none of them.
+    return Refuse(meta, Status::Unimplemented("kEraseKeysCmd: keys are not erased in a job "
+                                              "with PS_REPLICATE_ROUNDS=1"));
   }
   // Lengths the store and the answer can hold (a key pushed without values would open
   // an empty round or count a step that moved nothing), before any part is applied.
@@ -327,7 +361,7 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
   // parts are queued (the copies of this node's earlier requests left before).
   std::vector<Message> copies;
   // Read here, not at construction: an OptimizerServer may be made before ps::Start.
-  if (meta.push && meta.replica_of < 0 && CopiesPushes()) {
+  if (meta.push && meta.replica_of < 0 && !CopiesRounds() && CopiesPushes()) {
     copies = PlanReplicaCopies(meta, data);
   } else if (meta.push && !catch_up_sending_.empty()) {
     copies = PlanCatchUpForwards(meta, data);  // a late copy of a push on keys sent in slices
@@ -351,6 +385,9 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
     if (targets.size() == 1) req->positions.clear();  // one shard has every key
   }
   req->part_vals.resize(targets.size());
+  if (meta.push && meta.pull && options_.sync_aggregation) {
+    req->pushed_early.assign(targets.size(), 0);
+  }
   req->remaining.store(static_cast<int>(targets.size() + copies.size()));
   for (size_t part = 0; part < targets.size(); ++part) {
     const std::vector<uint32_t>* positions =
@@ -365,6 +402,25 @@ void OptimizerServer::Handle(const KVMeta& meta, const KVPairs<float>& data) {
 
 void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positions, int part,
                               ShardStore& store) {
+  // A dead owner's key whose rounds are rebuilt here: its pull waits until they are
+  // applied (ReleaseHolds runs it again). A push-pull's push goes into its round first:
+  // once the round is applied, its clock's push would be refused.
+  if (options_.sync_aggregation && req->meta.pull && store.holding() &&
+      HoldsAnyKey(req, positions, store)) {
+    if (req->meta.push && !req->pushed_early[part]) {
+      Status pushed = AggregatePart(req, positions, store);
+      if (!pushed.ok()) return EndPart(req, pushed);
+      req->pushed_early[part] = 1;
+    }
+    store.ParkHeld([this, req, positions, part](ShardStore& s, const Status& ready) {
+      if (ready.ok()) {
+        RunPart(req, positions, part, s);
+      } else {
+        EndPart(req, ready);
+      }
+    });
+    return;
+  }
   // BSP: a pull in clock c sees every push of the clocks below c, so it waits (parked
   // on its shard, the shard goes on) until those rounds are applied, or the server stops.
   if (options_.sync_aggregation && req->meta.pull && req->meta.clock > store.closed_below()) {
@@ -397,6 +453,7 @@ void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positio
       }
     };
     const std::vector<uint8_t>& taken_before = req->taken_before;
+    const bool pushed_early = !req->pushed_early.empty() && req->pushed_early[part];
     for (size_t i = 0; i < count && failed.ok() && erase; ++i) {
       size_t p = positions ? (*positions)[i] : i;
       prefetch_ahead(i);
@@ -408,7 +465,7 @@ void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positio
       prefetch_ahead(i);
       StoreKey key = whole ? StoreKey{req->data.keys[p]} : req->chunk;
       ShardStore::Slot slot;
-      if (push && !taken_before.empty() && taken_before[p]) {
+      if (push && ((!taken_before.empty() && taken_before[p]) || pushed_early)) {
         if (pull && whole) failed = store.Find(key, 0, options_.default_length, &slot);
         if (pull && !whole) failed = store.Find(key, req->chunk_len, req->chunk_len, &slot);
       } else if (push) {
@@ -416,7 +473,9 @@ void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positio
         size_t len = req->offsets.empty() ? req->width : req->offsets[p + 1] - begin;
         const float* g = req->data.vals.data() + begin;
         if (options_.sync_aggregation) {
-          failed = store.Aggregate(key, g, static_cast<uint32_t>(len), req->meta.clock);
+          if (TakesRoundPush(req->meta, key, store)) {
+            failed = store.Aggregate(key, g, static_cast<uint32_t>(len), req->meta.clock);
+          }
           if (failed.ok() && pull) failed = store.Find(key, 0, 0, &slot);
         } else {
           failed = store.Find(key, static_cast<uint32_t>(len), static_cast<uint32_t>(len), &slot);
@@ -440,6 +499,39 @@ void OptimizerServer::RunPart(Request* req, const std::vector<uint32_t>* positio
     failed = Status::Internal("server failed: an exception that is not a std::exception");
   }
   EndPart(req, failed);
+}
+
+bool OptimizerServer::TakesRoundPush(const KVMeta& meta, const StoreKey& key,
+                                     const ShardStore& store) {
+  // Sent again after its server died, of a round that server had copied here.
+  return !meta.resent || meta.clock >= store.CopiedFrom(key);
+}
+
+Status OptimizerServer::AggregatePart(Request* req, const std::vector<uint32_t>* positions,
+                                      ShardStore& store) {
+  const size_t count = positions ? positions->size() : req->data.keys.size();
+  for (size_t i = 0; i < count; ++i) {
+    const size_t p = positions ? (*positions)[i] : i;
+    if (!req->taken_before.empty() && req->taken_before[p]) continue;
+    const StoreKey key = req->chunk.chunk < 0 ? StoreKey{req->data.keys[p]} : req->chunk;
+    if (!TakesRoundPush(req->meta, key, store)) continue;
+    const size_t begin = req->offsets.empty() ? p * req->width : req->offsets[p];
+    const size_t len = req->offsets.empty() ? req->width : req->offsets[p + 1] - begin;
+    Status s = store.Aggregate(key, req->data.vals.data() + begin, static_cast<uint32_t>(len),
+                               req->meta.clock);
+    if (!s.ok()) return s;
+  }
+  return Status::OK();
+}
+
+bool OptimizerServer::HoldsAnyKey(const Request* req, const std::vector<uint32_t>* positions,
+                                  const ShardStore& store) {
+  if (req->chunk.chunk >= 0) return store.HeldFrom(req->chunk) >= 0;
+  const size_t count = positions ? positions->size() : req->data.keys.size();
+  for (size_t i = 0; i < count; ++i) {
+    if (store.HeldFrom(StoreKey{req->data.keys[positions ? (*positions)[i] : i]}) >= 0) return true;
+  }
+  return false;
 }
 
 void OptimizerServer::EndPart(Request* req, const Status& status) {

@@ -96,6 +96,7 @@ void OptimizerServer::OnMembership(const MembershipView& view) {
   const Node* me = view.Find(po->my_id());
   if (!me) return;
   std::lock_guard<std::mutex> lock(catch_up_mu_);
+  if (CopiesRounds() && me->state == Node::kLive) NoteDeadServers(view);
   // A new process at a sender's node: the ids the old one sent say nothing of its keys.
   for (const Node& n : view.nodes) {
     if (n.role == Node::kServerRole) imported_copies_->KeepOnly(n.id, n.identity);
@@ -595,26 +596,16 @@ void OptimizerServer::TopUpCatchUps() {
 
 bool OptimizerServer::SendCatchUpPart(int to, int cmd, const KVPairs<float>& part,
                                       uint64_t epoch) {
-  Customer* customer = server_->get_customer();
-  Message msg;
-  msg.meta.app_id = server_->app_id();
-  msg.meta.customer_id = server_->app_id();
-  msg.meta.request = true;
-  msg.meta.push = true;
-  msg.meta.head = cmd;
-  msg.meta.recipient = to;
+  Message msg = PushToServer(to, cmd, part);
   // Which leave it belongs to (0: a new server's catch-up): the clock field, unused by
   // a catch-up otherwise.
   msg.meta.clock = static_cast<int64_t>(epoch);
-  AppendKVPairs(part, &msg);
-  uint64_t id = 0;
-  const int timestamp = customer->NewRequest({to}, &id);
-  msg.meta.timestamp = timestamp;
-  msg.meta.request_id = id;
-  msg.meta.incarnation = customer->incarnation();
+  const int timestamp = msg.meta.timestamp;
+  const uint64_t id = msg.meta.request_id;
   {
     std::lock_guard<std::mutex> lock(copies_mu_);
-    copies_in_flight_[id] = CopyInFlight{nullptr, timestamp, to, std::string()};  // none waits
+    // None waits.
+    copies_in_flight_[id] = CopyInFlight{nullptr, timestamp, to, std::string(), false, nullptr};
   }
   Status sent = Postoffice::Get()->Send(msg);
   if (sent.ok()) return true;

@@ -334,6 +334,23 @@ void OptimizerServer::NoteDuplicatePushPull(const KVMeta& meta) {
          "applied again (" << n << " so far)";
 }
 
+Message OptimizerServer::PushToServer(int to, int cmd, const KVPairs<float>& kvs) {
+  Customer* customer = server_->get_customer();
+  Message msg;
+  msg.meta.app_id = server_->app_id();
+  msg.meta.customer_id = server_->app_id();
+  msg.meta.request = true;
+  msg.meta.push = true;
+  msg.meta.head = cmd;
+  msg.meta.recipient = to;
+  AppendKVPairs(kvs, &msg);
+  uint64_t id = 0;
+  msg.meta.timestamp = customer->NewRequest({to}, &id);
+  msg.meta.request_id = id;
+  msg.meta.incarnation = customer->incarnation();
+  return msg;
+}
+
 void OptimizerServer::SendReplicaCopies(Request* request, std::vector<Message>* copies) {
   Customer* customer = server_->get_customer();
   for (Message& copy : *copies) {
@@ -355,8 +372,9 @@ void OptimizerServer::SendReplicaCopies(Request* request, std::vector<Message>* 
     copy.meta.incarnation = customer->incarnation();
     {
       std::lock_guard<std::mutex> lock(copies_mu_);
-      copies_in_flight_[id] = CopyInFlight{
-          request, timestamp, to, replica ? replica->identity : std::string(), before_catch_up};
+      copies_in_flight_[id] = CopyInFlight{request, timestamp, to,
+                                           replica ? replica->identity : std::string(),
+                                           before_catch_up, nullptr};
     }
     if (!replica || !replica->alive()) {
       // Out of the table since the copy was planned (it left, died, or was not added):
@@ -397,6 +415,7 @@ void OptimizerServer::EndCopy(uint64_t id, const Status& status, bool answered) 
   }
   server_->get_customer()->FinishRequest(copy.timestamp, status);
   const int rank = Postoffice::IDtoRank(copy.replica);
+  if (copy.round) return EndRoundCopy(copy.round, rank, status, answered);
   if (!copy.request) {
     // A catch-up message (optimizer_server_catch_up.cc): no worker waits for it.
     LOG_IF(WARNING, !status.ok()) << "a catch-up message to server " << rank << " ended: "

@@ -181,11 +181,13 @@ Status ShardStore::Erase(const StoreKey& key) {
     chunks_.erase(it);
   }
   for (auto& clock : rounds_) clock.second.erase(key);
+  for (auto& clock : held_rounds_) clock.second.erase(key);
   return Status::OK();
 }
 
 Status ShardStore::Aggregate(const StoreKey& key, const float* g, uint32_t len, int64_t clock) {
-  if (clock < closed_below_) {
+  const int64_t held_from = clock < closed_below_ ? HeldFrom(key) : -1;
+  if (clock < closed_below_ && (held_from < 0 || clock < held_from)) {
     return Status::InvalidArgument("push of clock " + std::to_string(clock) + " to " +
                                    key.Name() + " after its round was applied (every " +
                                    "counted worker has ended clock " +
@@ -200,21 +202,25 @@ Status ShardStore::Aggregate(const StoreKey& key, const float* g, uint32_t len, 
   Slot slot;
   Status s = Find(key, len, len, &slot);  // creates the key and checks the length
   if (!s.ok()) return s;
-  Round& round = rounds_[clock][key];
+  // A held key's round of a clock closed here waits apart for ReleaseHolds.
+  Round& round = (clock < closed_below_ ? held_rounds_ : rounds_)[clock][key];
   if (round.count == 0) round.sum.assign(len, 0.0f);
   for (uint32_t i = 0; i < len; ++i) round.sum[i] += g[i];
   ++round.count;
   return Status::OK();
 }
 
-void ShardStore::CloseRounds(int64_t minimum) {
+void ShardStore::CloseRounds(int64_t minimum, std::vector<ClosedRound>* closed) {
   if (minimum <= closed_below_) return;
   std::vector<float> mean;
   while (!rounds_.empty() && rounds_.begin()->first < minimum) {
+    const int64_t clock = rounds_.begin()->first;
     for (auto& [key, round] : rounds_.begin()->second) {
-      // Created by Aggregate; an erase removes the key's rounds with it.
-      Slot slot;
-      if (FindExisting(key, &slot)) ApplyMean(slot, round.sum, round.count, &mean);
+      if (holds_ && holds_(key) >= 0) {
+        held_rounds_[clock][key] = std::move(round);  // rebuilt: applied at ReleaseHolds
+        continue;
+      }
+      ApplyClosed(key, clock, round, &mean, closed);
     }
     rounds_.erase(rounds_.begin());
   }
@@ -222,11 +228,67 @@ void ShardStore::CloseRounds(int64_t minimum) {
   while (!parked_.empty() && parked_.begin()->first <= closed_below_) Unpark()(*this, Status::OK());
 }
 
-void ShardStore::ApplyMean(const Slot& slot, const std::vector<float>& sum, uint32_t count,
+void ShardStore::ApplyClosed(const StoreKey& key, int64_t clock, Round& round,
+                             std::vector<float>* mean, std::vector<ClosedRound>* closed) {
+  // Created by Aggregate; an erase removes the key's rounds with it.
+  Slot slot;
+  if (!FindExisting(key, &slot)) return;
+  ApplyMean(slot, round.sum.data(), round.sum.size(), round.count, mean);
+  if (!closed) return;
+  ClosedRound c;
+  c.key = key;
+  if (key.chunk >= 0) {
+    const ChunkSlot& chunk = chunks_.at(key);
+    c.key.chunk_offset = chunk.chunk_offset;
+    c.key.value_len = chunk.value_len;
+  }
+  c.clock = clock;
+  c.count = round.count;
+  c.sum = std::move(round.sum);
+  closed->push_back(std::move(c));
+}
+
+Status ShardStore::ApplyRound(const StoreKey& key, const float* sum, uint32_t len,
+                              uint32_t count) {
+  if (count == 0) return Status::InvalidArgument(key.Name() + ": a round of no pushes");
+  Slot slot;
+  Status s = Find(key, len, len, &slot);  // creates the key and checks the length
+  if (!s.ok()) return s;
+  std::vector<float> mean;
+  ApplyMean(slot, sum, len, count, &mean);
+  return Status::OK();
+}
+
+void ShardStore::ParkHeld(ParkedTask task) {
+  if (!shut_down_.ok()) return task(*this, shut_down_);
+  parked_on_holds_.push_back(std::move(task));
+}
+
+void ShardStore::ReleaseHolds(HoldFunction next, std::vector<ClosedRound>* closed) {
+  std::vector<float> mean;
+  for (auto it = held_rounds_.begin(); it != held_rounds_.end();) {
+    RoundsByKey& by_key = it->second;
+    for (auto r = by_key.begin(); r != by_key.end();) {
+      if (next && next(r->first) >= 0) {
+        ++r;
+        continue;
+      }
+      ApplyClosed(r->first, it->first, r->second, &mean, closed);
+      r = by_key.erase(r);
+    }
+    it = by_key.empty() ? held_rounds_.erase(it) : std::next(it);
+  }
+  holds_ = std::move(next);
+  std::vector<ParkedTask> tasks;
+  tasks.swap(parked_on_holds_);
+  for (ParkedTask& task : tasks) task(*this, Status::OK());
+}
+
+void ShardStore::ApplyMean(const Slot& slot, const float* sum, size_t len, uint32_t count,
                            std::vector<float>* mean) {
-  mean->resize(sum.size());
+  mean->resize(len);
   const float n = static_cast<float>(count);
-  for (size_t i = 0; i < mean->size(); ++i) (*mean)[i] = sum[i] / n;
+  for (size_t i = 0; i < len; ++i) (*mean)[i] = sum[i] / n;
   optimizer_->Update(slot.values, slot.state(), mean->data(), slot.len, slot.NextStep());
 }
 
@@ -268,12 +330,17 @@ ShardStore::ParkedTask ShardStore::Unpark() {
 void ShardStore::Shutdown(const Status& why) {
   shut_down_ = why.ok() ? Status::Unavailable("the shard store has shut down") : why;
   while (!parked_.empty()) Unpark()(*this, shut_down_);
+  std::vector<ParkedTask> tasks;
+  tasks.swap(parked_on_holds_);
+  for (ParkedTask& task : tasks) task(*this, shut_down_);
   rounds_.clear();
+  held_rounds_.clear();
 }
 
 size_t ShardStore::open_round_entries() const {
   size_t n = 0;
   for (const auto& kv : rounds_) n += kv.second.size();
+  for (const auto& kv : held_rounds_) n += kv.second.size();
   return n;
 }
 
@@ -348,7 +415,9 @@ Status ShardStore::RestoreCatchUp(const CatchUpRecord& r) {
     }
     if (round.clock < closed_below_) {
       // Closed here already: applied now, as CloseRounds did for the others.
-      if (FindExisting(key, &slot)) ApplyMean(slot, round.sum, round.pushes, &mean);
+      if (FindExisting(key, &slot)) {
+        ApplyMean(slot, round.sum.data(), round.sum.size(), round.pushes, &mean);
+      }
       continue;
     }
     Round& mine = rounds_[round.clock][key];

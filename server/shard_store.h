@@ -51,6 +51,19 @@ struct StoreKeyHash {
   }
 };
 
+// A round of synchronous aggregation a key's owner closed (ShardStore::CloseRounds), as
+// its replica takes it (PS_REPLICATE_ROUNDS).
+struct ClosedRound {
+  StoreKey key;  // with its chunk layout
+  int64_t clock = 0;
+  uint32_t count = 0;  // pushes summed
+  std::vector<float> sum;
+};
+
+// Which keys a server rebuilds the rounds of (ShardStore::SetHolds): for a held key, the
+// clock its rounds are rebuilt from; -1 for a key that is not held.
+using HoldFunction = std::function<int64_t(const StoreKey&)>;
+
 // Step counts are 32 bits and stop at this (see Slot::NextStep).
 constexpr uint32_t kMaxSteps = 0xfffffffe;
 
@@ -134,8 +147,16 @@ class ShardStore {
   Status Aggregate(const StoreKey& key, const float* g, uint32_t len, int64_t clock);
   // Every counted worker has ended the clocks below `minimum`: applies the rounds of
   // those clocks, in clock order, one optimizer step per key and clock with the mean of
-  // the round's pushes; then runs the parked tasks that were waiting for them.
-  void CloseRounds(int64_t minimum);
+  // the round's pushes; then runs the parked tasks that were waiting for them. Rounds
+  // of held keys (SetHolds) stay open. Each round applied is appended to *closed, when
+  // given, in the order applied.
+  void CloseRounds(int64_t minimum, std::vector<ClosedRound>* closed = nullptr);
+  // A replica takes a round its key's owner closed (PS_REPLICATE_ROUNDS): one optimizer
+  // step with the mean sum / count, exactly as CloseRounds applies it on the owner, the
+  // key created as a push would create it. InvalidArgument, and nothing changed, for a
+  // count of 0 or a length other than the key's.
+  Status ApplyRound(const StoreKey& key, const float* sum, uint32_t len, uint32_t count);
+
   // Rounds of every clock below this have been applied.
   int64_t closed_below() const { return closed_below_; }
 
@@ -160,10 +181,33 @@ class ShardStore {
   // The store stops: runs every parked task, in order, with `why`, drops the open
   // rounds, and refuses later parks with `why`. So no parked request outlives the store.
   void Shutdown(const Status& why);
-  // Pushes held in open rounds, tasks parked, and tasks parked that hold `key` (for
-  // statistics and tests).
+  // Held keys: a dead owner's keys this server serves now, whose latest rounds it
+  // rebuilds from the pushes the workers send again (PS_REPLICATE_ROUNDS). `held(key)`
+  // is the clock from which the key's rounds are rebuilt here (the rounds below are in
+  // its state), or -1 for a key that is not held. While holds are set, Aggregate takes
+  // a held key's pushes of that clock and later even below closed_below(), and no held
+  // round is applied until ReleaseHolds. Replaces the holds set before (null: none).
+  void SetHolds(HoldFunction held) { holds_ = std::move(held); }
+  bool holding() const { return static_cast<bool>(holds_); }
+  // The clock from which `key`'s rounds are rebuilt here; -1 when it is not held.
+  int64_t HeldFrom(const StoreKey& key) const { return holds_ ? holds_(key) : -1; }
+  // A dead owner's keys, held or released: `copied(key)` is the clock below which the
+  // owner's copies brought the key's rounds here (-1: none of a dead owner's keys). A
+  // push sent again of such a clock is in the key's state already. Replaces the one
+  // set before (null: none).
+  void SetCopied(HoldFunction copied) { copied_ = std::move(copied); }
+  int64_t CopiedFrom(const StoreKey& key) const { return copied_ ? copied_(key) : -1; }
+  // Runs `task` at the next ReleaseHolds (or Shutdown), in the order parked: a request
+  // that reads a held key waits for its rounds.
+  void ParkHeld(ParkedTask task);
+  // The holds become `next` (null: none): the rounds of the keys no longer held, of
+  // clocks below closed_below(), are applied in clock order (appended to *closed when
+  // given), then the tasks ParkHeld kept run, in order.
+  void ReleaseHolds(HoldFunction next, std::vector<ClosedRound>* closed = nullptr);
+  // Pushes held in open rounds (held keys' included), tasks parked (ParkHeld's
+  // included), and tasks parked that hold `key` (for statistics and tests).
   size_t open_round_entries() const;
-  size_t parked() const { return parked_.size(); }
+  size_t parked() const { return parked_.size() + parked_on_holds_.size(); }
   uint32_t parked_on(Key key) const {
     auto it = parked_per_key_.find(key);
     return it == parked_per_key_.end() ? 0 : it->second;
@@ -251,7 +295,7 @@ class ShardStore {
                             uint32_t steps) const;
   // One optimizer step on `slot` with the mean of a round's `count` pushes (`mean`:
   // scratch).
-  void ApplyMean(const Slot& slot, const std::vector<float>& sum, uint32_t count,
+  void ApplyMean(const Slot& slot, const float* sum, size_t len, uint32_t count,
                  std::vector<float>* mean);
   // A stored key's or chunk's slot; false if absent.
   bool FindExisting(const StoreKey& key, Slot* slot);
@@ -260,8 +304,17 @@ class ShardStore {
   const Optimizer* optimizer_;
   ValueInit init_;
   const size_t width_;  // optimizer_->StateWidth()
-  std::map<int64_t, std::unordered_map<StoreKey, Round, StoreKeyHash>> rounds_;  // by clock
+  using RoundsByKey = std::unordered_map<StoreKey, Round, StoreKeyHash>;
+  std::map<int64_t, RoundsByKey> rounds_;  // by clock
   int64_t closed_below_ = 0;
+  // Applies `round` to `key` (when still stored) and appends it to *closed when given.
+  void ApplyClosed(const StoreKey& key, int64_t clock, Round& round, std::vector<float>* mean,
+                   std::vector<ClosedRound>* closed);
+  HoldFunction holds_;   // null: no key is held
+  HoldFunction copied_;  // null: no dead owner's key here
+  // Rounds of held keys of clocks below closed_below_, by clock (ReleaseHolds).
+  std::map<int64_t, RoundsByKey> held_rounds_;
+  std::vector<ParkedTask> parked_on_holds_;
   struct Parked {
     KeyList keys;
     ParkedTask task;

@@ -115,6 +115,7 @@ Status EncodeMeta(const Message& msg, const ShmFields& shm, std::string* out) {
     c->set_chunk_bytes(m.control.chunk_bytes);
     c->set_replaces_dead_node(m.control.replaces_dead_node);
     c->set_replication(m.control.replication);
+    c->set_replicate_rounds(m.control.replicate_rounds);
     if (!m.control.token.empty()) c->set_token(m.control.token);
     c->set_membership_version(m.control.membership_version);
     c->set_leave_version(m.control.leave_version);
@@ -135,6 +136,10 @@ Status EncodeMeta(const Message& msg, const ShmFields& shm, std::string* out) {
   p.set_key_list(m.key_list);
   p.set_key_list_ref(m.key_list_ref);
   p.set_keys_as_asked(m.keys_as_asked);
+  p.set_rounds_copied_below(m.rounds_copied_below < 0
+                                ? 0u
+                                : static_cast<uint64_t>(m.rounds_copied_below) + 1);
+  p.set_rounds_resent(m.rounds_resent);
   p.set_key_list_unknown(m.key_list_unknown);
   p.set_takes_chunks(m.takes_chunks);
   p.set_replica_of(m.replica_of < 0 ? 0u : static_cast<uint32_t>(m.replica_of) + 1);
@@ -341,6 +346,13 @@ Status DecodeMeta(const void* bytes, size_t size, const std::vector<size_t>& fra
   meta->key_list = p.key_list();
   meta->key_list_ref = p.key_list_ref();
   meta->keys_as_asked = p.keys_as_asked();
+  // 1 + a clock of 0 .. 2^63 - 1 (the last one: every clock ended).
+  if (p.rounds_copied_below() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) + 1) {
+    return Status::InvalidArgument("rounds_copied_below " +
+                                   std::to_string(p.rounds_copied_below()) + " is out of range");
+  }
+  meta->rounds_copied_below = static_cast<int64_t>(p.rounds_copied_below() - 1);
+  meta->rounds_resent = p.rounds_resent();
   meta->key_list_unknown = p.key_list_unknown();
   meta->takes_chunks = p.takes_chunks();
   if (p.replica_of() > static_cast<uint32_t>(std::numeric_limits<int32_t>::max())) {
@@ -380,6 +392,7 @@ Status DecodeMeta(const void* bytes, size_t size, const std::vector<size_t>& fra
     meta->control.chunk_bytes = c.chunk_bytes();
     meta->control.replaces_dead_node = c.replaces_dead_node();
     meta->control.replication = c.replication() > 0 ? c.replication() : 1;
+    meta->control.replicate_rounds = c.replicate_rounds();
     if (c.token().size() > kMaxTokenBytes) {
       return Status::InvalidArgument("join token of " + std::to_string(c.token().size()) +
                                      " bytes is over the limit");

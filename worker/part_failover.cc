@@ -19,6 +19,7 @@
 #include "ps/internal/membership.h"
 #include "ps/internal/postoffice.h"
 #include "ps/internal/request_pipeline.h"
+#include "kept_round_pushes.h"
 #include "request_parts.h"
 
 namespace ps {
@@ -281,6 +282,193 @@ void RequestPipeline::Reroute(uint64_t id) {
     }
   }
   if (died_meanwhile) customer_->RunOnOwnThread([this, id] { Reroute(id); });
+}
+
+}  // namespace ps
+
+namespace ps {
+namespace {
+
+// `sent`, a push part kept for dead server `dead` (rank), as the messages that take its
+// keys to the servers that serve them now, marked resent; Unavailable when a key has no
+// live replica, or when its encoded values would have to be split.
+Status SplitForNewServers(const Message& sent, int dead, const MembershipView& view,
+                          size_t elem_size, DataType type, std::vector<Message>* out) {
+  if (sent.data.size() < 2) return Status::Unavailable("the part holds no values");
+  const SArray<Key> keys(sent.data[0]);
+  std::vector<std::pair<int, std::vector<uint32_t>>> groups;
+  for (uint32_t k = 0; k < keys.size(); ++k) {
+    const int to = sent.meta.chunk >= 0
+                       ? view.ring.ServerOfChunk(keys[k], static_cast<uint32_t>(sent.meta.chunk))
+                       : view.ring.ServerOf(keys[k]);
+    if (!view.IsAlive(Postoffice::ServerRankToID(to))) {
+      return Status::Unavailable("key " + std::to_string(keys[k]) + " has no live replica left");
+    }
+    auto g = groups.begin();
+    while (g != groups.end() && g->first != to) ++g;
+    if (g == groups.end()) g = groups.insert(groups.end(), {to, {}});
+    g->second.push_back(k);
+  }
+  if (groups.size() > 1 && sent.meta.compression != 0) {
+    return Status::Unavailable("its encoded values cannot be split between the replicas");
+  }
+  for (const auto& [to, picks] : groups) {
+    Message again = sent;
+    again.meta.recipient = Postoffice::ServerRankToID(to);
+    again.meta.resent = true;
+    again.meta.pull = false;  // a push-pull's pull was answered when it was kept
+    if (again.meta.first_server < 0) {
+      again.meta.first_server = dead;
+      again.meta.first_part = static_cast<int64_t>(sent.meta.part);
+    }
+    again.meta.sender_incarnation = 0;
+    again.meta.sequence = 0;
+    if (groups.size() > 1) {
+      Subset subset = Pick(sent, picks, elem_size, /*push=*/true);
+      again.data.clear();
+      again.meta.data_type.clear();
+      again.AddData(subset.keys);
+      again.meta.data_type.push_back(type);
+      again.data.push_back(subset.vals);
+      if (!subset.lens.empty()) again.AddData(subset.lens);
+    }
+    out->push_back(std::move(again));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+void RequestPipeline::OnMembership(const MembershipView& view) {
+  Postoffice* po = Postoffice::Get();
+  if (!po->is_worker() || !po->replicate_rounds()) return;
+  std::vector<int> dead;
+  for (const Node& n : view.nodes) {
+    if (n.role != Node::kServerRole || n.state != Node::kDead) continue;
+    if (dead_seen_.insert({n.rank, n.identity}).second) dead.push_back(n.rank);
+  }
+  if (!dead.empty()) customer_->RunOnOwnThread([this, dead] { SendKeptAgain(dead); });
+}
+
+void RequestPipeline::SendKeptAgain(const std::vector<int>& dead) {
+  Postoffice* po = Postoffice::Get();
+  const MembershipView* view = po->membership();
+  // First the parts in flight to them, as their requests' ends would send them: each
+  // server gets this worker's word only after every push that may be in a round held
+  // there.
+  std::vector<uint64_t> in_flight;
+  size_t resends_lost = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, p] : pending_) {
+      if (p->question) continue;
+      for (const Part& part : p->parts) {
+        if (!part.answered && PartServerGone(*view, part)) {
+          in_flight.push_back(id);
+          break;
+        }
+      }
+    }
+    // Kept pushes sent again to a server that died too: gone with it.
+    for (auto it = kept_resends_.begin(); it != kept_resends_.end();) {
+      if (view->IsAlive(std::get<2>(it->first))) {
+        ++it;
+      } else {
+        ++resends_lost;
+        it = kept_resends_.erase(it);
+      }
+    }
+    kept_resends_size_.store(kept_resends_.size(), std::memory_order_release);
+  }
+  for (uint64_t id : in_flight) Reroute(id);
+  std::vector<KeptRoundPushes::Kept> kept =
+      kept_rounds_->TakeGone([view](int rank, const std::string& process) {
+        const Node* n = view->Find(Postoffice::ServerRankToID(rank));
+        return !n || !n->alive() || n->identity != process;
+      });
+  size_t sent = 0, lost = resends_lost;
+  for (KeptRoundPushes::Kept& k : kept) {
+    std::vector<Message> pieces;
+    Status split = SplitForNewServers(k.sent, k.server, *view, elem_size_, type_, &pieces);
+    if (!split.ok()) {
+      ++lost;
+      LOG_IF(ERROR, kept_log_.ShouldLog())
+          << "a push kept for dead server " << k.server << " (request " << k.sent.meta.timestamp
+          << ", clock " << k.clock << ") cannot go again: " << split
+          << "; its update is lost (" << kept_log_.count() << " so far)";
+      continue;
+    }
+    for (Message& piece : pieces) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        kept_resends_[std::make_tuple(piece.meta.request_id, piece.meta.part,
+                                      piece.meta.recipient)] = KeptResend{k.clock, piece};
+        kept_resends_size_.store(kept_resends_.size(), std::memory_order_release);
+      }
+      Status s = po->Send(piece);
+      if (s.ok()) {
+        ++sent;
+        continue;
+      }
+      ++lost;
+      LOG(ERROR) << "a push kept for dead server " << k.server << " cannot go to server "
+                 << Postoffice::IDtoRank(piece.meta.recipient) << ": " << s
+                 << "; its update is lost";
+      std::lock_guard<std::mutex> lock(mu_);
+      kept_resends_.erase(
+          std::make_tuple(piece.meta.request_id, piece.meta.part, piece.meta.recipient));
+      kept_resends_size_.store(kept_resends_.size(), std::memory_order_release);
+    }
+  }
+  // The word, after everything above on each connection.
+  for (int rank : dead) {
+    for (const Node& n : view->nodes) {
+      if (n.role != Node::kServerRole || !n.alive()) continue;
+      Message word;
+      word.meta.app_id = customer_->app_id();
+      word.meta.customer_id = customer_->customer_id();
+      word.meta.request = true;
+      word.meta.rounds_resent = true;
+      word.meta.first_server = rank;
+      word.meta.recipient = n.id;
+      Status s = po->Send(word);
+      LOG_IF(WARNING, !s.ok()) << "cannot tell server " << n.rank << " that this worker sent "
+                               << "again what it kept for dead server " << rank << ": " << s;
+    }
+  }
+  LOG(WARNING) << "server(s) died: this worker sent again " << sent << " push part(s) it kept "
+               << "for rounds not copied yet (" << kept.size() << " kept" << (lost ? ", " : "")
+               << (lost ? std::to_string(lost) + " lost" : std::string()) << ") and "
+               << in_flight.size() << " request(s) in flight, and told the live servers";
+}
+
+std::unique_ptr<RequestPipeline::KeptResend> RequestPipeline::TakeKeptAnswer(
+    const Message& msg) {
+  auto it = kept_resends_.find(
+      std::make_tuple(msg.meta.request_id, msg.meta.part, msg.meta.sender));
+  if (it == kept_resends_.end()) return nullptr;
+  auto resend = std::make_unique<KeptResend>(std::move(it->second));
+  kept_resends_.erase(it);
+  kept_resends_size_.store(kept_resends_.size(), std::memory_order_release);
+  return resend;
+}
+
+void RequestPipeline::EndKeptResend(const Message& msg, KeptResend& resend) {
+  const int rank = Postoffice::IDtoRank(msg.meta.sender);
+  Status s = Status::FromWire(msg.meta.status_code, msg.meta.status_message);
+  if (!s.ok()) {
+    LOG_IF(ERROR, kept_log_.ShouldLog())
+        << "server " << rank << " refused a push this worker kept for a dead server (request "
+        << msg.meta.timestamp << ", clock " << resend.clock << "): " << s
+        << "; its update may be lost (" << kept_log_.count() << " so far)";
+    return;
+  }
+  if (msg.meta.rounds_copied_below >= 0) {
+    const Node* server = Postoffice::Get()->membership()->Find(msg.meta.sender);
+    const std::string process = server ? server->identity : msg.peer_identity;
+    kept_rounds_->Copied(rank, process, msg.meta.rounds_copied_below);
+    kept_rounds_->Keep(rank, process, resend.clock, resend.sent);
+  }
 }
 
 }  // namespace ps

@@ -15,15 +15,30 @@
 #include "ps/internal/membership.h"
 #include "ps/internal/key_frame.h"
 #include "ps/internal/postoffice.h"
+#include "kept_round_pushes.h"
 #include "request_parts.h"
 #include "sent_key_lists.h"
 
 namespace ps {
 
 RequestPipeline::RequestPipeline(Customer* customer, DataType type, size_t elem_size)
-    : customer_(customer), type_(type), elem_size_(elem_size) {}
+    : customer_(customer), type_(type), elem_size_(elem_size),
+      kept_rounds_(std::make_unique<KeptRoundPushes>()) {
+  membership_listener_ = Postoffice::Get()->AddMembershipListener(
+      [this](const MembershipView& view) { OnMembership(view); });
+}
 
-RequestPipeline::~RequestPipeline() = default;
+RequestPipeline::~RequestPipeline() { StopListening(); }
+
+void RequestPipeline::StopListening() {
+  std::lock_guard<std::mutex> lock(listener_mu_);
+  if (membership_listener_ < 0) return;
+  Postoffice::Get()->RemoveMembershipListener(membership_listener_);
+  membership_listener_ = -1;
+}
+
+size_t RequestPipeline::kept_round_pushes() const { return kept_rounds_->size(); }
+size_t RequestPipeline::kept_round_push_bytes() const { return kept_rounds_->bytes(); }
 
 RequestPipeline::Counters RequestPipeline::counters() const {
   std::lock_guard<std::mutex> lock(counters_mu_);
@@ -133,6 +148,18 @@ void RequestPipeline::Process(Message& msg) {
   }
   std::unique_ptr<Pending> done;
   std::unique_ptr<Message> again;  // a part whose key list the server did not keep
+  std::unique_ptr<Message> keep;   // a push part in a round its server has not copied
+  const int answer_rank = Postoffice::IDtoRank(meta.sender);
+  std::string keep_process;
+  if (kept_resends_size_.load(std::memory_order_acquire) > 0) {
+    // A kept push sent again (its request may have ended, or go on with other parts).
+    std::unique_ptr<KeptResend> resend;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      resend = TakeKeptAnswer(msg);
+    }
+    if (resend) return EndKeptResend(msg, *resend);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = pending_.find(meta.request_id);
@@ -190,10 +217,38 @@ void RequestPipeline::Process(Message& msg) {
       if (p.status.ok()) p.status = s;
     } else if (p.push && !p.question && !again) {
       CountAck(rank, msg.peer_identity);
+      if (meta.rounds_copied_below >= 0 && part.sent) {
+        keep = std::make_unique<Message>(*part.sent);
+        keep_process = part.process;
+        if (keep_process.empty()) {
+          const Node* server = Postoffice::Get()->membership()->Find(meta.sender);
+          keep_process = server ? server->identity : msg.peer_identity;
+        }
+      }
     }
     if (!again && --p.remaining == 0) {
       done = std::move(it->second);
       pending_.erase(it);
+    }
+  }
+  if (meta.rounds_copied_below >= 0 && IsServerId(meta.sender)) {
+    // Before the request ends: the caller may change its arrays once it has. The
+    // process by the table's name for it, as PartServerGone reads it.
+    const Node* server = Postoffice::Get()->membership()->Find(meta.sender);
+    const std::string process =
+        keep ? keep_process : (server ? server->identity : msg.peer_identity);
+    kept_rounds_->Copied(answer_rank, process, meta.rounds_copied_below);
+    if (keep && !keep->meta.keys_encoded &&
+        kept_rounds_->Keep(answer_rank, process, keep->meta.clock, *keep)) {
+      const Node* now = Postoffice::Get()->membership()->Find(meta.sender);
+      if (!now || !now->alive() || now->identity != process) {
+        // The answer came after the table that says its server died (whose kept pushes
+        // went again then, with this worker's word): this one goes too, and the word
+        // again.
+        LOG(WARNING) << "server " << answer_rank << " answered a push after this worker "
+                     << "heard it died: the push goes again to the keys' new servers";
+        customer_->RunOnOwnThread([this, answer_rank] { SendKeptAgain({answer_rank}); });
+      }
     }
   }
   if (again) {

@@ -254,6 +254,16 @@ Status ReadJobPolicy(const Getenv& getenv, Config* c) {
     cfg.replication = static_cast<int>(v);
     cfg.replication_set = true;
   }
+  if ((text = Lookup(getenv, "PS_REPLICATE_ROUNDS", nullptr))) {
+    if (!(s = ParseInt("PS_REPLICATE_ROUNDS", text, 0, 1, &v)).ok()) return s;
+    cfg.replicate_rounds = v == 1;
+    cfg.replicate_rounds_set = true;
+    if (cfg.replicate_rounds && cfg.replication != 2) {
+      return Status::InvalidArgument(
+          "PS_REPLICATE_ROUNDS=1 needs PS_REPLICATION=2 (the job has " +
+          std::to_string(cfg.replication) + "): rounds are copied to one replica per key");
+    }
+  }
   if ((text = Lookup(getenv, "PS_REREPLICATE_AFTER", nullptr))) {
     double after = 0;
     if (!(s = ParseDouble("PS_REREPLICATE_AFTER", text, 0, 86400 * 365, &after)).ok()) return s;
@@ -328,7 +338,7 @@ const char* const Config::kNames[] = {
     "PS_CHUNK_BYTES", "PS_JOB_TOKEN",
     "PS_SECURE", "PS_CURVE_SECRET_KEY", "PS_CURVE_SECRET_KEY_FILE", "PS_SHM", "PS_SHM_BYTES",
     "PS_RECEIVE_IN_WAIT", "PS_KEY_ENCODING", "PS_KEY_CACHE_BYTES", "PS_CHECKPOINT_DIR",
-    "PS_CHECKPOINT_EVERY", "PS_REPLICATION", "PS_REREPLICATE_AFTER", "PS_RING_CHANGE_TIMEOUT",
+    "PS_CHECKPOINT_EVERY", "PS_REPLICATION", "PS_REPLICATE_ROUNDS", "PS_REREPLICATE_AFTER", "PS_RING_CHANGE_TIMEOUT",
     "PS_CATCH_UP_RATE",
     "PS_LEAVE_ON_SIGTERM",
     "PS_STALL_REPORT", "PS_METRICS_PORT",

@@ -168,6 +168,12 @@ bool Postoffice::AcceptJobSettings(const Control& control) {
     return false;
   }
   replication_ = control.replication;
+  replicate_rounds_ = control.replicate_rounds && replication_ == 2;
+  if (config_.replicate_rounds_set && replicate_rounds_ != config_.replicate_rounds) {
+    LOG(WARNING) << "PS_REPLICATE_ROUNDS=" << config_.replicate_rounds
+                 << " on this node, but the job's scheduler has " << replicate_rounds_
+                 << ": the scheduler's holds";
+  }
   if (config_.replication_set && replication_ != config_.replication) {
     LOG(WARNING) << "PS_REPLICATION=" << config_.replication
                  << " on this node, but the job's scheduler has " << replication_

@@ -159,6 +159,7 @@ void Postoffice::StartVan() {
     key_placement_ = config_.key_placement;
     chunk_bytes_ = config_.chunk_bytes;
     replication_ = config_.replication;
+    replicate_rounds_ = config_.replicate_rounds;
     scheduler_ = std::make_unique<SchedulerRole>(this, config_, my_node_);
   }
   van_ = Van::Create("zmq");

@@ -61,6 +61,10 @@ Status Postoffice::Withdraw() {
   if (!PartsMayGoAgain()) {
     return Status::InvalidArgument(cannot + kLeaveNeedsKeptParts);
   }
+  if (replicate_rounds_) {
+    return Status::InvalidArgument(
+        cannot + "with PS_REPLICATE_ROUNDS=1 no server takes keys from the others");
+  }
   const MembershipView* view = membership_.Get();
   if (view->ring.servers().size() <= static_cast<size_t>(replication_)) {
     return Status::InvalidArgument(

@@ -25,6 +25,10 @@ bool SchedulerRole::AdmitAddedServer(const Node& joining, std::string* why) {
                     "(PS_KEY_PLACEMENT=ring lets servers be added)";
     return false;
   }
+  if (config_.replicate_rounds) {
+    *why = cannot + "with PS_REPLICATE_ROUNDS=1 no server takes keys from the others";
+    return false;
+  }
   // Ranks are not used twice: a server that left, or died entering, keeps its own.
   int next_rank = std::max(next_added_rank_, config_.num_servers);
   for (const Node& n : view_.nodes) {

@@ -35,6 +35,11 @@ bool SchedulerRole::AdmitReplacement(const Node& joining, std::string* why) {
     *why = "only a worker process may run several workers";
     return false;
   }
+  if (config_.replicate_rounds) {
+    *why = full + " (with PS_REPLICATE_ROUNDS=1 no new server takes a dead one's place: "
+                  "its keys run on their replica)";
+    return false;
+  }
   Node* slot = nullptr;
   for (Node& n : view_.nodes) {
     if (n.role != Node::kServerRole || n.state != Node::kDead) continue;

@@ -37,7 +37,9 @@ void SchedulerRole::RetireLongDeadServer() {
     AdmitWaitingServer();
     return;
   }
-  if (config_.rereplicate_after_s <= 0 || config_.replication < 2 || leaving_ != kEmpty ||
+  // With PS_REPLICATE_ROUNDS=1 no server takes keys from the others.
+  if (config_.rereplicate_after_s <= 0 || config_.replication < 2 || config_.replicate_rounds ||
+      leaving_ != kEmpty ||
       dead_since_.empty() || postoffice_->finalizing_) {
     return;
   }

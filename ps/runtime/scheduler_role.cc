@@ -267,6 +267,7 @@ void SchedulerRole::SendTable(const Node& node, bool replaces_dead_node) {
   reply.meta.control.key_placement = static_cast<int>(config_.key_placement);
   reply.meta.control.chunk_bytes = config_.chunk_bytes;
   reply.meta.control.replication = config_.replication;
+  reply.meta.control.replicate_rounds = config_.replicate_rounds;
   reply.meta.recipient = node.id;
   Status s = postoffice_->SendControl(reply);
   LOG_IF(WARNING, !s.ok()) << "cannot send the node table to " << node.DebugString() << ": "

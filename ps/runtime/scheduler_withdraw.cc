@@ -41,6 +41,8 @@ void SchedulerRole::HandleWithdraw(const Message& msg) {
     cannot = "leaving needs PS_KEY_PLACEMENT=ring";
   } else if (config_.replication < 2 && config_.chunk_bytes != 0) {
     cannot = Postoffice::kLeaveNeedsKeptParts;
+  } else if (config_.replicate_rounds) {
+    cannot = "with PS_REPLICATE_ROUNDS=1 no server takes keys from the others";
   } else if (placed <= static_cast<size_t>(config_.replication)) {
     cannot = "without it fewer than PS_REPLICATION=" + std::to_string(config_.replication) +
              " servers would hold each key";

@@ -204,6 +204,12 @@ if(TARGET linear)
             linear_restarted $<TARGET_FILE:linear> ${LAUNCH})
   set_tests_properties(integration.replication_linear_a_new_server_catches_up
     PROPERTIES TIMEOUT 300)
+  # The same with --sync_aggregation and PS_REPLICATE_ROUNDS=1: closed rounds copied.
+  add_test(NAME integration.round_copies_linear_finishes_after_a_server_dies
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/replication_test.py
+            linear_round_copies $<TARGET_FILE:linear> ${LAUNCH})
+  set_tests_properties(integration.round_copies_linear_finishes_after_a_server_dies
+    PROPERTIES TIMEOUT 300)
 endif()
 # A server added to a job running under tracker/launch --job-file F by tracker/launch
 # --add-servers 1 --job-file F: it catches up while the pushes go on, both launchers exit 0,

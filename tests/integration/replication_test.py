@@ -70,6 +70,10 @@ HOW is one of:
                           server 1 killed 2 s into the training: both exit 0, and the final training
                           losses differ by less than 0.001 (run-to-run noise is ~1e-5;
                           the loss starts at 0.69).
+  linear_round_copies     as linear with --sync_aggregation and PS_REPLICATE_ROUNDS=1 in
+                          both runs: each closed round is copied, not each push, and the
+                          workers send again the pushes of rounds server 1 had not
+                          copied; the losses agree as for linear.
   linear_restarted        as linear, the killed run with --restart-failed 1: a new
                           server 1 catches up from the live servers (its rounds of
                           synchronous aggregation with it) and serves its keys again;
@@ -120,6 +124,28 @@ def read_checkpoint(path):
     return records
 
 
+def check_two_identical_copies(f, save, servers, keys):
+    """The checkpoints servers 0..servers-1 saved in `save` hold `keys` keys, each on
+    exactly 2 servers, identical bit for bit. Returns the steps of all keys (None when a
+    server saved nothing)."""
+    holders = {}
+    for r in range(servers):
+        path = os.path.join(save, f"server-{r}.ckpt")
+        if not f.expect(os.path.exists(path), f"server {r} saved nothing"):
+            return None
+        for key, record in read_checkpoint(path).items():
+            holders.setdefault(key, []).append((r, record))
+    f.expect(len(holders) == keys, f"{len(holders)} keys saved, not {keys}")
+    differ = 0
+    for key, copies in sorted(holders.items()):
+        f.expect(len(copies) == 2,
+                 f"key {key[0]} is on servers {[r for r, _ in copies]}, not on 2")
+        if len(copies) == 2 and copies[0][1] != copies[1][1]:
+            differ += 1
+    f.expect(differ == 0, f"{differ} keys differ between their two replicas")
+    return sum(c[0][1][0] for c in holders.values())
+
+
 def replicas_are_identical(app, f):
     with Job() as job:
         save = os.path.join(job.tmp.name, "saved")
@@ -132,23 +158,10 @@ def replicas_are_identical(app, f):
             raise AssertionError("the job did not finish")
         for name, p in nodes.items():
             f.expect(p.proc.returncode == 0, f"{name} exited {p.proc.returncode}, not 0")
-        holders = {}
-        for r in range(SERVERS):
-            path = os.path.join(save, f"server-{r}.ckpt")
-            if not f.expect(os.path.exists(path), f"server {r} saved nothing"):
-                return
-            for key, record in read_checkpoint(path).items():
-                holders.setdefault(key, []).append((r, record))
-        f.expect(len(holders) == KEYS, f"{len(holders)} keys saved, not {KEYS}")
-        differ = 0
-        for key, copies in sorted(holders.items()):
-            f.expect(len(copies) == 2, f"key {key[0]} is on servers "
-                     f"{[r for r, _ in copies]}, not on 2")
-            if len(copies) == 2 and copies[0][1] != copies[1][1]:
-                differ += 1
-        f.expect(differ == 0, f"{differ} keys differ between their two replicas")
-        steps = sum(c[0][1][0] for c in holders.values())
-        print(f"{len(holders)} keys, each on 2 servers, replicas identical bit for bit "
+        steps = check_two_identical_copies(f, save, SERVERS, KEYS)
+        if steps is None:
+            return
+        print(f"{KEYS} keys, each on 2 servers, replicas identical bit for bit "
               f"(values, Adam state, {steps} steps in all)")
         left = job.left()
         f.expect(left == [], f"processes left: {left}")
@@ -498,7 +511,7 @@ def server_pid(rank, marker):
     return None
 
 
-def linear(app, launch, f, restart=False):
+def linear(app, launch, f, restart=False, round_copies=False):
     losses = {}
     for kill in (False, True):
         with Job() as job:
@@ -508,7 +521,11 @@ def linear(app, launch, f, restart=False):
                    "--env", "PS_HEARTBEAT_TIMEOUT=3", "--env", f"HERDPS_TEST_MARKER={job.marker}"]
             if kill and restart:
                 cmd += ["--restart-failed", "1"]
+            if round_copies:
+                cmd += ["--env", "PS_REPLICATE_ROUNDS=1"]
             cmd += ["--", app, "--epochs", "150"]
+            if round_copies:
+                cmd += ["--sync_aggregation"]
             p = Process("killed" if kill else "whole", cmd, dict(os.environ), job.tmp.name)
             job.procs.append(p)
             if kill:
@@ -531,6 +548,10 @@ def linear(app, launch, f, restart=False):
             if kill:
                 f.expect("its keys fail over to their replicas" in out,
                          "the launcher did not say server 1's keys fail over")
+            if kill and round_copies:
+                f.expect("every live worker sent again the pushes it kept for dead server 1"
+                         in out, "no server said it applied server 1's rounds once every "
+                         "worker sent its kept pushes again")
             if kill and restart:
                 f.expect("a new server 1 takes its place, catching up from them" in out,
                          "the launcher did not start a new server 1")
@@ -545,9 +566,9 @@ def linear(app, launch, f, restart=False):
 def main():
     hows = ("replicas_are_identical", "kill_one_of_three", "kill_one_of_three_lossy",
             "replaced_then_another_killed", "rereplicated_then_another_killed", "launched",
-            "linear", "linear_restarted", "kill_two_of_four", "stall_then_kill_two_of_four",
+            "linear", "linear_round_copies", "linear_restarted", "kill_two_of_four", "stall_then_kill_two_of_four",
             "stall_then_kill_two_of_four_push_pull")
-    launched_hows = ("launched", "linear", "linear_restarted")
+    launched_hows = ("launched", "linear", "linear_round_copies", "linear_restarted")
     if len(sys.argv) not in (3, 4) or sys.argv[1] not in hows or \
             (sys.argv[1] in launched_hows) != (len(sys.argv) == 4):
         print(__doc__, file=sys.stderr)
@@ -555,8 +576,9 @@ def main():
     how, app = sys.argv[1], os.path.realpath(sys.argv[2])
     if how == "launched":
         return run_checks(lambda f: launched(app, sys.argv[3], f))
-    if how in ("linear", "linear_restarted"):
-        return run_checks(lambda f: linear(app, sys.argv[3], f, how == "linear_restarted"))
+    if how in ("linear", "linear_round_copies", "linear_restarted"):
+        return run_checks(lambda f: linear(app, sys.argv[3], f, how == "linear_restarted",
+                                           how == "linear_round_copies"))
     if how == "kill_one_of_three_lossy":
         return run_checks(lambda f: push_sent_again_after_its_copy(app, f))
     if how == "kill_two_of_four":

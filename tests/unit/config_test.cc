@@ -638,6 +638,35 @@ TEST(Config, ReplicationDefaultsToOneAndIsAtMostTheServers) {
   EXPECT_FALSE(Load(env, &c).ok());
 }
 
+TEST(Config, RoundCopiesAreOffByDefaultAndNeedTwoCopiesOfEachKey) {
+  Config c;
+  ASSERT_TRUE(Load(RequiredEnv(), &c).ok());
+  EXPECT_FALSE(c.replicate_rounds);
+  EXPECT_FALSE(c.replicate_rounds_set);
+  Env env = RequiredEnv();  // 2 servers
+  env["PS_REPLICATION"] = "2";
+  env["PS_REPLICATE_ROUNDS"] = "1";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_TRUE(c.replicate_rounds);
+  EXPECT_TRUE(c.replicate_rounds_set);
+  env["PS_REPLICATE_ROUNDS"] = "0";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_FALSE(c.replicate_rounds);
+  for (const char* bad : {"2", "yes", "-1"}) {
+    env["PS_REPLICATE_ROUNDS"] = bad;
+    Status s = Load(env, &c);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << bad;
+    EXPECT_TRUE(Contains(s, "PS_REPLICATE_ROUNDS")) << s.ToString();
+  }
+  env["PS_REPLICATE_ROUNDS"] = "1";
+  env["PS_REPLICATION"] = "1";  // one copy: nothing to copy rounds to
+  Status s = Load(env, &c);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_TRUE(Contains(s, "needs PS_REPLICATION=2")) << s.ToString();
+  env.erase("PS_REPLICATION");
+  EXPECT_FALSE(Load(env, &c).ok()) << "the default, 1, is not 2";
+}
+
 TEST(Config, RingChangeTimeoutDefaultsToTenHeartbeatTimeoutsAtLeastAMinuteAndIsRead) {
   Config c;
   ASSERT_TRUE(Load(RequiredEnv(), &c).ok());

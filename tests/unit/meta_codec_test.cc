@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <limits>
 #include <random>
 #include <string>
 #include <tuple>
@@ -403,6 +404,29 @@ herdps::wire::Meta OneNodeWire(herdps::wire::Node** node) {
   (*node)->set_id(8);
   (*node)->set_role(herdps::wire::SERVER);
   return p;
+}
+
+// Round copies (PS_REPLICATE_ROUNDS): an answer's copied-below clock, from 0 to the last
+// (every clock ended), a worker's word that it sent its kept pushes again, and the job's
+// setting in the node table.
+TEST(MetaCodec, RoundCopyFieldsSurviveTheRoundTrip) {
+  for (int64_t below : {int64_t{-1}, int64_t{0}, int64_t{12345},
+                        std::numeric_limits<int64_t>::max()}) {
+    Message msg;
+    msg.meta.rounds_copied_below = below;
+    msg.meta.rounds_resent = below == 0;
+    msg.meta.first_server = 2;
+    msg.meta.control.cmd = Control::kAddNode;
+    msg.meta.control.replication = 2;
+    msg.meta.control.replicate_rounds = below > 0;
+    Meta out;
+    Status s = Decode(Encode(msg), {}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(out.rounds_copied_below, below);
+    EXPECT_EQ(out.rounds_resent, below == 0);
+    EXPECT_EQ(out.first_server, 2);
+    EXPECT_EQ(out.control.replicate_rounds, below > 0);
+  }
 }
 
 TEST(MetaCodec, ControlPlaneFieldsSurviveTheRoundTrip) {

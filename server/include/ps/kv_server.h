@@ -21,6 +21,7 @@
 
 #include <glog/logging.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -150,6 +151,20 @@ class KVServer : public SimpleApp {
   // Unavailable rather than serve keys whose history it does not hold.
   void KeepsReplicas() { keeps_replicas_ = true; }
 
+  // For a server app that copies closed rounds to its keys' replicas instead of pushes
+  // (OptimizerServer under PS_REPLICATE_ROUNDS): every answer from now on carries
+  // `below`, the clock below which each round it closed is on every live replica
+  // (Meta::rounds_copied_below; -1, the default: not such an app). Thread-safe.
+  void set_rounds_copied_below(int64_t below) {
+    rounds_copied_below_.store(below, std::memory_order_release);
+  }
+  // A worker's word that it sent again every push it kept for the dead server of rank
+  // `dead_rank` (Meta::rounds_resent): the KVServer answers nothing and calls
+  // handle(worker node id, dead_rank) on the receive thread. Without a handle it is
+  // dropped. Set before set_request_handle.
+  using RoundsResentHandle = std::function<void(int worker, int dead_rank)>;
+  void set_rounds_resent_handle(const RoundsResentHandle& handle) { on_rounds_resent_ = handle; }
+
  private:
   Message Answer(const KVMeta& req) {
     Message msg;
@@ -165,6 +180,7 @@ class KVServer : public SimpleApp {
     msg.meta.part = req.part;
     msg.meta.chunk = req.chunk;
     msg.meta.recipient = req.sender;
+    msg.meta.rounds_copied_below = rounds_copied_below_.load(std::memory_order_acquire);
     return msg;
   }
 
@@ -206,6 +222,10 @@ class KVServer : public SimpleApp {
     meta.pull_compression = msg.meta.pull_compression == static_cast<int>(Codec::kFp16)
                                 ? msg.meta.pull_compression
                                 : 0;
+    if (msg.meta.rounds_resent) {
+      if (on_rounds_resent_) on_rounds_resent_(msg.meta.sender, msg.meta.first_server);
+      return;
+    }
     if (msg.meta.chunk_query) {
       // A worker's question before its first chunk for this app: the runtime's to
       // answer, so no handle sees a request without keys.
@@ -343,6 +363,8 @@ class KVServer : public SimpleApp {
   LogLimiter thrown_log_;  // handle calls that threw
   ReqHandle request_handle_;
   AnswerHandle on_answer_;
+  RoundsResentHandle on_rounds_resent_;
+  std::atomic<int64_t> rounds_copied_below_{-1};
   AbortHandle on_abort_;
   std::unique_ptr<KeyListStore> key_lists_;  // KeyLists(); used by Process only
   std::unique_ptr<Customer> customer_;  // last: destroyed first, so no handler runs after

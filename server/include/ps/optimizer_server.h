@@ -23,6 +23,8 @@
 
 #include <atomic>
 #include <cstddef>
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -47,6 +49,9 @@ class ImportedCopies;
 class OwnerPushes;
 class RecordSenders;
 class ShardStore;
+struct ClosedRound;
+struct StoreKey;
+using HoldFunction = std::function<int64_t(const StoreKey&)>;
 class ShardThread;
 struct CheckpointData;
 
@@ -170,6 +175,15 @@ class OptimizerServer {
   // Ends one part with `status` (the request's first failure wins); the last part to
   // end answers.
   void EndPart(Request* request, const Status& status);
+  // Under synchronous aggregation: whether a push of `key` goes into its round here
+  // (false: sent again, of a round its dead owner copied here).
+  static bool TakesRoundPush(const KVMeta& meta, const StoreKey& key, const ShardStore& store);
+  // The push of a push-pull part into its rounds, ahead of its pull (RunPart).
+  Status AggregatePart(Request* request, const std::vector<uint32_t>* positions,
+                       ShardStore& store);
+  // Whether a part's keys include one whose rounds are held (ShardStore::HeldFrom).
+  static bool HoldsAnyKey(const Request* request, const std::vector<uint32_t>* positions,
+                          const ShardStore& store);
   void Finish(Request* request);
   void MaybeCheckpoint();
   // Fills unset checkpoint options from the job's settings and makes the folder.
@@ -202,6 +216,10 @@ class OptimizerServer {
   // this server is where their copies of its pushes come from.
   std::vector<Message> PlanCatchUpForwards(const KVMeta& meta, const KVPairs<float>& data);
   void SendReplicaCopies(Request* request, std::vector<Message>* copies);
+  // A push of cmd `cmd` to server node `to` (a catch-up or round copy message),
+  // registered with the KVServer's customer (its timestamp and request id set); the
+  // caller records it in copies_in_flight_ and sends it.
+  Message PushToServer(int to, int cmd, const KVPairs<float>& kvs);
   void OnCopyAnswered(Message& answer);
   void OnCopyAborted(int timestamp, uint64_t id, const Status& status);
   void EndCopy(uint64_t id, const Status& status, bool answered);
@@ -231,6 +249,66 @@ class OptimizerServer {
   void AnswerDuplicate(const KVMeta& meta, const KVPairs<float>& data);
   // Counts and logs a push-pull whose push was taken before.
   void NoteDuplicatePushPull(const KVMeta& meta);
+  // Round copies (optimizer_server_rounds.cc): with PS_REPLICATE_ROUNDS and synchronous
+  // aggregation, a closed round goes to its key's replica in place of every push.
+  // Whether this server copies rounds (known once the node has joined).
+  bool CopiesRounds() const;
+  // On shard `shard`'s thread, for each new minimum clock: closes the rounds below it,
+  // and copies them when this server copies rounds.
+  void CloseShardRounds(int shard, int64_t minimum, ShardStore& store);
+  // On shard `shard`'s thread: sends the rounds it closed (or released) to their keys'
+  // live replicas; the shard's rounds count as copied below `below` once every message
+  // of this and the earlier closes ended.
+  struct RoundClose;
+  void SendRoundCopies(int shard, int64_t below, std::vector<ClosedRound>* closed);
+  // A round copy message ended (EndCopy): answered, or its replica died (rank -1: the
+  // sending's own share).
+  void EndRoundCopy(const std::shared_ptr<RoundClose>& close, int replica_rank,
+                    const Status& status, bool answered);
+  // Stamps the clock below which every shard's rounds are copied on the answers.
+  void PublishRoundsCopied();
+  // On the data receive thread: a replica applies an owner's closed rounds.
+  void TakeRoundCopy(const KVMeta& meta, const KVPairs<float>& data);
+  // On the data receive thread: the keys of dead server `dead_rank` that this server
+  // serves now have their rounds rebuilt here, from the first its copies did not bring,
+  // until every live worker said it sent its kept pushes again (OnRoundsResent), or
+  // kRoundsResentWait.
+  void HoldRoundsOf(int dead_rank);
+  // On the data receive thread, for a worker's request: holds the rounds of every dead
+  // server of this server's table (HoldRoundsOf; the task its table posted may not have
+  // run yet), and returns true when that table gives this server every key of the
+  // request. Else the sender routed by a table this one has not yet (a death): the
+  // request waits for it (WaitForTable) and false is returned.
+  bool PlacedByMyTable(const KVMeta& meta, const KVPairs<float>& data);
+  // On the data receive thread: a request waits for the next table, or kTableWait.
+  void WaitForTable(const KVMeta& meta, const KVPairs<float>& data);
+  // On the data receive thread: the waiting requests are handled again; with `expire`,
+  // those that waited kTableWait are refused instead.
+  void RetryWaitingForTable(bool expire);
+  struct WaitingForTable {
+    KVMeta meta;
+    KVPairs<float> data;
+    double since = 0;  // steady clock, seconds
+  };
+  std::vector<WaitingForTable> waiting_for_table_;  // data receive thread only
+  void OnRoundsResent(int worker, int dead_rank);
+  // Releases the holds whose workers all said so.
+  void CheckHeldRounds();
+  void ReleaseRoundsOf(int dead_rank);
+  // The holds of held_origins_ as the shards test them (null: none), and the dead
+  // owners' copies, held or released (ShardStore::SetCopied).
+  HoldFunction HoldsNow() const;
+  HoldFunction CopiedNow() const;
+  struct RoundOrigin;
+  // By each owner's rank, the clock from which its keys' rounds are not in this server's
+  // state (what its copies brought, by its shard; 0 for an owner that sent none).
+  static HoldFunction ByOwner(std::map<int, RoundOrigin> origins);
+  // Queues the holds on every shard: set, or (release) set after applying the rounds of
+  // the keys they no longer hold.
+  void InstallHolds(bool release);
+  std::vector<int> LiveWorkers() const;
+  // catch_up_mu_ held: servers newly dead in `view` have their rounds held here.
+  void NoteDeadServers(const MembershipView& view);
   // Catch-up (optimizer_server_catch_up.cc): a new server in a dead one's place gets,
   // from each live server, the keys the two hold, then the copies of later pushes; a
   // server added to the job, the keys the grown ring gives it; while a server leaves,
@@ -308,6 +386,8 @@ class OptimizerServer {
     // To such a new process, before this server listed its catch-up to it: the records
     // it is sent hold the update, whatever becomes of the copy.
     bool before_catch_up = false;
+    // A round copy: the close it belongs to.
+    std::shared_ptr<RoundClose> round;
   };
   std::mutex copies_mu_;
   std::unordered_map<uint64_t, CopyInFlight> copies_in_flight_;  // under copies_mu_
@@ -362,6 +442,39 @@ class OptimizerServer {
   std::atomic<uint64_t> duplicate_push_pulls_{0};
   LogLimiter push_pull_log_;
   LogLimiter replica_log_;
+  // Round copies (optimizer_server_rounds.cc). What each owner's round copies brought:
+  // by owner rank, its shard count and, by its shard, the minimum of the last whole
+  // close taken. Data receive thread only.
+  struct RoundOrigin {
+    uint32_t shards = 0;
+    std::vector<int64_t> below;
+  };
+  std::map<int, RoundOrigin> round_origins_;
+  // The messages of a close taken before its last, by owner rank and owner shard.
+  std::map<std::pair<int, uint32_t>, std::vector<ClosedRound>> round_copy_parts_;
+  // Dead owners whose rounds this server rebuilds, by rank (data receive thread only).
+  struct HeldOrigin {
+    RoundOrigin copied;
+    uint64_t generation = 0;
+  };
+  std::map<int, HeldOrigin> held_origins_;
+  // Dead owners whose rounds were applied (never held again), with what their copies
+  // brought (a push sent again of an earlier round is in the state already).
+  std::map<int, RoundOrigin> rounds_released_;
+  uint64_t hold_generation_ = 0;
+  // The workers that said they sent again what they kept, by dead server rank (data
+  // receive thread only; the word may come before the death is known here).
+  std::map<int, std::set<int>> rounds_resent_;
+  std::set<int> dead_servers_seen_;  // under catch_up_mu_
+  std::mutex rounds_mu_;
+  // By shard, under rounds_mu_: the closes whose copies are in flight, in order, and the
+  // clock below which its rounds are copied.
+  std::vector<std::deque<std::shared_ptr<RoundClose>>> round_closes_;
+  std::vector<int64_t> rounds_copied_below_;
+  bool rounds_stamped_ = false;  // data receive thread: the first stamp is out
+  std::atomic<uint64_t> round_copies_sent_{0};
+  std::atomic<uint64_t> round_copies_taken_{0};
+  std::atomic<bool> stopping_{false};  // the destructor runs: no new copies
   int clock_listener_ = -1;  // sync_aggregation: closes rounds as the clocks move
   // sync_aggregation: the newest minimum whose rounds every shard has been asked to
   // close (set by the listener, read by Handle to check clocks).

@@ -102,7 +102,10 @@ class KVWorker : public SimpleApp {
   }
   // Requests still in flight are abandoned: their answers are dropped. Unregisters
   // before anything is destroyed, so an answer being processed finishes first.
-  virtual ~KVWorker() { customer_->Close(); }
+  virtual ~KVWorker() {
+    pipeline_->StopListening();  // before the customer its listener posts to goes
+    customer_->Close();
+  }
 
   // Pushes vals to keys (copied: the vectors may change or go once it returns). lens[i]
   // values belong to keys[i]; empty lens means vals.size()/keys.size() values per key.

@@ -34,9 +34,12 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -89,6 +92,7 @@ struct PipelineRequest {
   std::vector<Slice> slices;
 };
 
+class KeptRoundPushes;
 class SentKeyLists;
 struct MembershipView;
 
@@ -98,6 +102,9 @@ class RequestPipeline {
   // elements of `type`, `elem_size` bytes each.
   RequestPipeline(Customer* customer, DataType type, size_t elem_size);
   ~RequestPipeline();
+  // No membership change reaches this pipeline after it returns (call before the
+  // customer closes). Idempotent; the destructor calls it too.
+  void StopListening();
 
   // Sends the request's parts; returns its timestamp (Customer::WaitRequest). Throws
   // ps::Error on misuse: bad shapes, no output for a pull, use before ps::Start, a
@@ -165,6 +172,10 @@ class RequestPipeline {
   // The new process of server `rank` holds `kept` of this worker's pushes: its count
   // goes on from there.
   void Restored(int rank, uint64_t kept);
+  // Push parts kept because their server had not copied their rounds to the keys'
+  // replicas yet (PS_REPLICATE_ROUNDS), and their bytes.
+  size_t kept_round_pushes() const;
+  size_t kept_round_push_bytes() const;
 
  private:
   struct Part;
@@ -231,6 +242,20 @@ class RequestPipeline {
   // Sends request `id`'s parts whose server is dead to the replicas that took their
   // keys over, marked resent; ends the request when one has no live replica.
   void Reroute(uint64_t id);
+  // Round copies (PS_REPLICATE_ROUNDS, part_failover.cc). On the control thread, for
+  // each new table: servers newly dead have what was kept for them sent again.
+  void OnMembership(const MembershipView& view);
+  // On the customer's own thread, after servers `dead` (ranks) died: the parts in
+  // flight to them go to their keys' new servers (Reroute), then the pushes kept for
+  // them (KeptRoundPushes), then every live server is told so (Meta::rounds_resent).
+  void SendKeptAgain(const std::vector<int>& dead);
+  struct KeptResend;
+  // mu_ held: takes out the kept push sent again that `msg` answers; null when it
+  // answers another request.
+  std::unique_ptr<KeptResend> TakeKeptAnswer(const Message& msg);
+  // The answer to a kept push sent again: kept anew for its new server, or the loss
+  // logged.
+  void EndKeptResend(const Message& msg, KeptResend& resend);
   // Whether the server process `part` went to is gone: not in the job, or replaced by
   // a new process in its place (another identity).
   static bool PartServerGone(const MembershipView& view, const Part& part);
@@ -331,6 +356,19 @@ class RequestPipeline {
   std::atomic<bool> chunking_{true};
   std::atomic<bool> key_encoding_{true};
   std::atomic<bool> key_caching_{true};
+  std::unique_ptr<KeptRoundPushes> kept_rounds_;
+  // Kept pushes sent again and not answered yet, by request id, part and the server
+  // they went to (node id); under mu_.
+  struct KeptResend {
+    int64_t clock = 0;
+    Message sent;
+  };
+  std::map<std::tuple<uint64_t, uint32_t, int>, KeptResend> kept_resends_;
+  std::atomic<size_t> kept_resends_size_{0};  // kept_resends_.size(), read without mu_
+  std::mutex listener_mu_;
+  int membership_listener_ = -1;  // under listener_mu_; -1 once stopped
+  std::set<std::pair<int, std::string>> dead_seen_;  // control thread: (rank, identity)
+  LogLimiter kept_log_;
   std::once_flag sent_lists_once_;
   std::unique_ptr<SentKeyLists> sent_lists_;  // through SentLists()
   std::atomic<uint64_t> dropped_answers_{0};

@@ -119,6 +119,13 @@ struct Config {
   // Only the scheduler's counts, as above.
   int replication = 1;
   bool replication_set = false;
+  // PS_REPLICATE_ROUNDS: with PS_REPLICATION=2, servers that aggregate pushes in rounds
+  // (OptimizerServerOptions::sync_aggregation) copy each closed round to the keys'
+  // replicas instead of every push, and workers keep the pushes of rounds not copied
+  // yet (docs/fault-tolerance.md). Servers are not added, replaced, retired nor let
+  // leave in such a job. Only the scheduler's counts, as above.
+  bool replicate_rounds = false;
+  bool replicate_rounds_set = false;
   // PS_REREPLICATE_AFTER: with replication, a server dead this long (seconds) whose place
   // no new process took is retired: the live servers copy its keys among themselves
   // until each is on PS_REPLICATION servers again, and it leaves the table. 0: never.

@@ -166,6 +166,8 @@ class Postoffice {
   // The job's PS_REPLICATION as the scheduler has it: each key lives on this many
   // servers (docs/fault-tolerance.md). Set once the node has joined.
   int replication() const { return replication_; }
+  // The job's PS_REPLICATE_ROUNDS as the scheduler has it. Set once the node has joined.
+  bool replicate_rounds() const { return replicate_rounds_; }
   // Why a server of a job with one copy of each key and values in chunks cannot leave.
   static constexpr const char* kLeaveNeedsKeptParts =
       "with PS_REPLICATION=1 a server can leave only with PS_CHUNK_BYTES=0: only then does "
@@ -322,6 +324,7 @@ class Postoffice {
   ConsistentHashRing::Placement key_placement_ = ConsistentHashRing::kRing;  // likewise
   uint64_t chunk_bytes_ = 0;  // likewise
   int replication_ = 1;  // likewise
+  bool replicate_rounds_ = false;  // likewise
   std::mutex key_ranges_mu_;
   std::vector<Range> key_ranges_;  // GetServerKeyRanges, made on first use
   Node my_node_;

@@ -92,6 +92,7 @@ struct Control {
   // is running, whose start barrier the others passed long ago.
   bool replaces_dead_node = false;
   int replication = 1;  // the job's PS_REPLICATION (servers per key)
+  bool replicate_rounds = false;  // the job's PS_REPLICATE_ROUNDS
   std::string token;     // kAddNode request: the job token
   uint64_t membership_version = 0;
   // With a node table: the version at which the server now leaving was marked leaving
@@ -155,6 +156,12 @@ struct Meta {
   bool key_list_unknown = false;
   // Answer: the keys frame is empty; the keys are those the request asked for, in order.
   bool keys_as_asked = false;
+  // An answer from a server that copies closed rounds instead of pushes: the clock
+  // below which its rounds are on every live replica; -1: not such a server.
+  int64_t rounds_copied_below = -1;
+  // A worker's word to every live server that it sent again the pushes it kept for
+  // the dead server of rank first_server (no keys, no answer).
+  bool rounds_resent = false;
   uint64_t sequence = 0;            // reliable delivery; 0 = not tracked
   uint64_t request_id = 0;          // 64-bit request id (answers echo it)
   uint64_t incarnation = 0;         // the requesting customer's incarnation (echoed)

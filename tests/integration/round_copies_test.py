@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Round copies (PS_REPLICATE_ROUNDS=1, docs/fault-tolerance.md): under synchronous
+aggregation each key's owner copies the rounds it closes to the key's replica instead of
+every push, and the workers keep the pushes of rounds not copied yet. Nodes started by
+hand on loopback (scheduler, 3 servers, 2 workers, PS_CONSISTENCY=bsp, PS_REPLICATION=2)
+running tests/integration/sync_aggregation (APP).
+
+  identical  Adam, no failure: after the run every key is on exactly 2 servers, identical
+             bit for bit (values, Adam state, step counts), and every server copied and
+             took closed rounds.
+  killed     SGD, server 1 killed (SIGKILL) mid-run, while rounds it has not copied are
+             open (the workers wait between a push's answer and the clock's end): in
+             every clock each worker pulls
+             every key and checks it holds exactly the rounds of the clocks before (one
+             step each with the mean of that clock's pushes), so a round lost, applied
+             twice or applied without a push of it fails the run. Both workers and the
+             two servers left exit 0; the survivors said they rebuild server 1's rounds
+             and apply them once every worker sent again what it kept. Up to 3 runs,
+             until one's survivors applied rebuilt rounds (the kill fell while rounds
+             only server 1 held were open); fails if none did.
+  killed_chunks
+             as killed with 600 values a key in chunks of 256 (PS_CHUNK_BYTES=1024):
+             each close goes to the replica in many messages, applied at the last.
+  killed_push_pull
+             as killed, the workers pushing with KVWorker::PushPull.
+
+Usage: round_copies_test.py HOW APP
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from liveness_test import START_S, Job, run_by_hand_test, wait_exits, wait_until  # noqa: E402
+from replication_test import check_two_identical_copies  # noqa: E402
+
+WORKERS = 2
+SERVERS = 3
+KEYS = 50
+ENV = {"PS_CONSISTENCY": "bsp", "PS_REPLICATION": "2", "PS_REPLICATE_ROUNDS": "1"}
+
+
+def identical(app, f):
+    with Job() as job:
+        save = os.path.join(job.tmp.name, "saved")
+        os.makedirs(save)
+        args = ["--rounds=120", f"--keys={KEYS}", "--optimizer=adam", f"--save_dir={save}",
+                "--settle_ms=1000"]
+        nodes = job.start_by_hand(app, WORKERS, SERVERS, args, extra_env=ENV)
+        if not wait_exits(list(nodes.values()), 90):
+            raise AssertionError("the job did not finish")
+        for name, p in nodes.items():
+            f.expect(p.proc.returncode == 0, f"{name} exited {p.proc.returncode}, not 0")
+        for r in range(SERVERS):
+            text = nodes[f"server {r}"].text()
+            f.expect("round copies: sent " in text and "round copies: sent 0 " not in text,
+                     f"server {r} copied no closed round")
+            f.expect(" from owners" in text and "took 0 from owners" not in text,
+                     f"server {r} took no round copy")
+        steps = check_two_identical_copies(f, save, SERVERS, KEYS)
+        if steps is None:
+            return
+        print(f"{KEYS} keys, each on 2 servers, replicas identical bit for bit "
+              f"(values, Adam state, {steps} steps in all), every round copied as a round")
+        f.expect(job.left() == [], f"processes left: {job.left()}")
+
+
+def killed(app, f, keys=KEYS, extra_args=(), extra_env=None):
+    """Up to 3 runs, until one kills server 1 with rounds only it held open (each run
+    checked whole)."""
+    for attempt in range(3):
+        applied = killed_once(app, f, keys, extra_args, extra_env)
+        if len(f) or applied:
+            return
+        print(f"run {attempt + 1}: the kill missed the open rounds; again")
+    f.expect(False, "no rebuilt round was applied in 3 runs: the kills missed the open rounds")
+
+
+def killed_once(app, f, keys, extra_args, extra_env):
+    """One run; returns how many shard releases applied rebuilt rounds."""
+    with Job() as job:
+        args = ["--rounds=400", f"--keys={keys}", "--gap_ms=10", *extra_args]
+        nodes = job.start_by_hand(app, WORKERS, SERVERS, args,
+                                  extra_env=dict(ENV, **(extra_env or {})))
+        if not wait_until(lambda: all(nodes[f"server {r}"].poll() is None
+                                      for r in range(SERVERS)), START_S):
+            raise AssertionError("a server did not start")
+        time.sleep(3)
+        if not f.expect(all(p.poll() is None for p in nodes.values()),
+                        "the job ended before the kill: make it longer"):
+            return 0
+        nodes["server 1"].kill()
+        killed_at = time.time()
+        survivors = [p for name, p in nodes.items() if name != "server 1"]
+        if not wait_exits(survivors, 120):
+            raise AssertionError("the job did not finish after the kill")
+        print(f"the job finished {time.time() - killed_at:.1f} s after the kill")
+        for p in survivors:
+            f.expect(p.proc.returncode == 0, f"{p.name} exited {p.proc.returncode}, not 0")
+        for r in range(WORKERS):
+            text = nodes[f"worker {r}"].text()
+            f.expect("FAILED" not in text, f"worker {r} failed:\n" + "\n".join(
+                line for line in text.splitlines() if "FAILED" in line)[:2000])
+            f.expect(f"worker {r}: 400 clocks over {keys} keys, 0 pushes failed, 0 wrong values"
+                     in text, f"worker {r} did not check every clock")
+        rebuilt = sum("rebuilds the rounds of its keys" in nodes[f"server {r}"].text()
+                      for r in (0, 2))
+        released = sum("every live worker sent again the pushes it kept for dead server 1"
+                       in nodes[f"server {r}"].text() for r in (0, 2))
+        f.expect(rebuilt == 2, f"{rebuilt} of the 2 servers left said they rebuild server 1's "
+                 "rounds")
+        f.expect(released == 2, f"{released} of the 2 servers left heard every worker")
+        # The kill comes while the workers wait between a push's answer and the clock's
+        # end (--gap_ms): the rounds open on server 1 then hold pushes only it had.
+        applied = sum(nodes[f"server {r}"].text().count("rebuilt round(s) of a dead owner's keys")
+                      for r in (0, 2))
+        kept = [line for r in range(WORKERS) for line in nodes[f"worker {r}"].text().splitlines()
+                if "this worker sent again" in line]
+        f.expect(len(kept) == WORKERS, "a worker did not say it sent its kept pushes again")
+        for line in kept:
+            print(line.split("] ", 1)[-1])
+        f.expect(job.left() == [], f"processes left: {job.left()}")
+        return applied
+
+
+HOWS = {
+    "identical": identical,
+    "killed": killed,
+    # 600 values a key in chunks of 256 (PS_CHUNK_BYTES=1024): each chunk's round goes in
+    # a message of its own, so a close is many messages, applied at the last one.
+    "killed_chunks": lambda app, f: killed(app, f, keys=20, extra_args=["--value_len=600"],
+                                           extra_env={"PS_CHUNK_BYTES": "1024"}),
+    "killed_push_pull": lambda app, f: killed(app, f, extra_args=["--push_pull"]),
+}
+
+
+def main():
+    return run_by_hand_test(lambda how, app, f: HOWS[how](app, f), tuple(HOWS), __doc__)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
