@@ -40,8 +40,10 @@ constexpr size_t kRoundCopyFloats = size_t{4} << 20;
 // Rounds of one close a replica keeps until its last message (a close is one shard's
 // keys: far fewer, unless a peer misbehaves).
 constexpr size_t kMaxBufferedRounds = size_t{1} << 26;
-// How long a request that a worker routed by a newer table waits for this server's.
+// How long a request that a worker routed by a newer table waits for this server's (it
+// is refused at the first check after that: 10 to 20 s), and how many wait at most.
 constexpr std::chrono::seconds kTableWait{10};
+constexpr size_t kMaxWaitingForTable = 65536;
 // How long a dead owner's rounds are held for the workers' word at most: a worker that
 // never says so (stopped, or a process of an older version) must not stop the keys.
 constexpr std::chrono::seconds kRoundsResentWait{30};
@@ -57,7 +59,8 @@ struct OptimizerServer::RoundClose {
   int shard = 0;
   int64_t below = 0;
   std::atomic<int> outstanding{0};
-  bool done = false;  // under rounds_mu_
+  bool done = false;    // under rounds_mu_
+  bool failed = false;  // under rounds_mu_: a live replica did not take it
 };
 
 bool OptimizerServer::CopiesRounds() const {
@@ -146,11 +149,14 @@ void OptimizerServer::EndRoundCopy(const std::shared_ptr<RoundClose>& close, int
     const MembershipView* view = Postoffice::Get()->membership();
     const Node* replica = view->Find(Postoffice::ServerRankToID(replica_rank));
     if (answered || (replica && replica->alive())) {
-      // A live replica lacks rounds the owner applied: their states part from here.
+      // A live replica lacks rounds the owner applied: their states part from here, and
+      // the answers no longer say these rounds are copied (the workers keep the pushes).
       replica_losses_.fetch_add(1, std::memory_order_relaxed);
       LOG(ERROR) << "server " << replica_rank << " did not take the rounds closed below clock "
                  << close->below << ": " << status << "; its copies of those keys now part from "
                  << "this server's";
+      std::lock_guard<std::mutex> lock(rounds_mu_);
+      close->failed = true;
     }
   }
   if (close->outstanding.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
@@ -159,12 +165,14 @@ void OptimizerServer::EndRoundCopy(const std::shared_ptr<RoundClose>& close, int
     close->done = true;
     auto& closes = round_closes_[close->shard];
     int64_t& copied = rounds_copied_below_[close->shard];
-    while (!closes.empty() && closes.front()->done) {
+    // A failed close stays: the shard's copied clock never passes it.
+    while (!closes.empty() && closes.front()->done && !closes.front()->failed) {
       copied = std::max(copied, closes.front()->below);
       closes.pop_front();
     }
   }
-  PublishRoundsCopied();
+  // Copies ended by the shutdown did not land: the answers still to go say nothing new.
+  if (!stopping_.load(std::memory_order_acquire)) PublishRoundsCopied();
 }
 
 void OptimizerServer::PublishRoundsCopied() {
@@ -186,19 +194,35 @@ void OptimizerServer::TakeRoundCopy(const KVMeta& meta, const KVPairs<float>& da
     return Refuse(meta, Status::Unavailable("server " + std::to_string(origin) +
                                             " is dead here: its rounds are rebuilt"));
   }
+  if (round_copies_broken_.count(origin)) {
+    return Refuse(meta, Status::InvalidArgument(
+                            "an earlier round copy from server " + std::to_string(origin) +
+                            " was refused: none of its later ones is applied"));
+  }
+  // A message refused in the middle of a close would leave the rest to apply in part:
+  // nothing more from that owner is applied (its answers then stop saying its rounds are
+  // copied, and the workers keep its pushes).
+  auto refuse_all = [&](const Status& why) {
+    round_copies_broken_.insert(origin);
+    for (auto it = round_copy_parts_.begin(); it != round_copy_parts_.end();) {
+      it = it->first.first == origin ? round_copy_parts_.erase(it) : std::next(it);
+    }
+    LOG(ERROR) << "refused a round copy from server " << origin << ": " << why
+               << "; its later round copies are refused too";
+    Refuse(meta, why);
+  };
   RoundCopyHeader header;
   std::vector<ClosedRound> rounds;
   Status decoded = DecodeRoundCopy(data, &header, &rounds);
-  if (!decoded.ok()) return Refuse(meta, decoded);
+  if (!decoded.ok()) return refuse_all(decoded);
   // A close in several messages is applied whole, at its last: should the owner die
   // before, none of it is, as the workers' pushes of those rounds come again.
   auto& parts = round_copy_parts_[{origin, header.shard}];
   if (!header.last) {
     if (parts.size() + rounds.size() > kMaxBufferedRounds) {
-      parts.clear();
-      return Refuse(meta, Status::InvalidArgument("a close of more than " +
-                                                  std::to_string(kMaxBufferedRounds) +
-                                                  " rounds in round copies"));
+      return refuse_all(Status::InvalidArgument("a close of more than " +
+                                                std::to_string(kMaxBufferedRounds) +
+                                                " rounds in round copies"));
     }
     for (ClosedRound& r : rounds) parts.push_back(std::move(r));
     server_->Response(meta);
@@ -345,7 +369,12 @@ void OptimizerServer::HoldRoundsOf(int dead_rank) {
       ReleaseRoundsOf(dead_rank);
     });
   });
-  CheckHeldRounds();
+  // Every worker may have said so already; checked once the request being handled (it
+  // may be a push sent again) and those waiting for this table are queued.
+  Postoffice::Get()->van()->RunOnReceiver(Channel::kData, [this, lifeline] {
+    std::lock_guard<std::mutex> alive(lifeline->mu);
+    if (lifeline->alive) CheckHeldRounds();
+  });
 }
 
 bool OptimizerServer::PlacedByMyTable(const KVMeta& meta, const KVPairs<float>& data) {
@@ -376,16 +405,33 @@ bool OptimizerServer::PlacedByMyTable(const KVMeta& meta, const KVPairs<float>& 
 }
 
 void OptimizerServer::WaitForTable(const KVMeta& meta, const KVPairs<float>& data) {
-  waiting_for_table_.push_back(WaitingForTable{meta, data, SteadySeconds()});
-  if (waiting_for_table_.size() > 1) return;  // a check is on its way
-  LOG(INFO) << "a request from node " << meta.sender << " holds keys this server's table "
-            << "gives to others: it waits for the next table (a server died, and the "
-            << "worker heard first)";
+  if (waiting_for_table_.size() >= kMaxWaitingForTable) {
+    return Refuse(meta, Status::Unavailable(
+                            "this server's table gives keys of this request to other servers, "
+                            "and " + std::to_string(kMaxWaitingForTable) +
+                            " requests already wait for a table that gives them here"));
+  }
+  WaitingForTable w;
+  w.meta = meta;
+  w.data = data;
+  w.since = SteadySeconds();
+  waiting_for_table_.push_back(std::move(w));
+  LOG_IF(INFO, waiting_for_table_.size() == 1)
+      << "a request from node " << meta.sender << " holds keys this server's table gives to "
+      << "others: it waits for the next table (a server died, and the worker heard first)";
+  ArmTableWait();
+}
+
+void OptimizerServer::ArmTableWait() {
+  if (table_wait_armed_ || waiting_for_table_.empty()) return;
+  table_wait_armed_ = true;
   std::shared_ptr<Lifeline> lifeline = lifeline_;
   Postoffice::Get()->control_loop()->RunAfter(kTableWait, [this, lifeline] {
     Postoffice::Get()->van()->RunOnReceiver(Channel::kData, [this, lifeline] {
       std::lock_guard<std::mutex> alive(lifeline->mu);
-      if (lifeline->alive) RetryWaitingForTable(/*expire=*/true);
+      if (!lifeline->alive) return;
+      table_wait_armed_ = false;
+      RetryWaitingForTable(/*expire=*/true);
     });
   });
 }
@@ -394,31 +440,32 @@ void OptimizerServer::RetryWaitingForTable(bool expire) {
   std::vector<WaitingForTable> waiting;
   waiting.swap(waiting_for_table_);
   const double now = SteadySeconds();
+  const double wait = std::chrono::duration<double>(kTableWait).count();
   for (WaitingForTable& w : waiting) {
-    if (expire && now - w.since >= std::chrono::duration<double>(kTableWait).count()) {
+    if (w.rounds_resent_for >= 0) {
+      OnRoundsResent(w.meta.sender, w.rounds_resent_for);  // after the requests before it
+      continue;
+    }
+    if (expire && now - w.since >= wait) {
       Refuse(w.meta, Status::Unavailable(
                          "this server's table gives keys of this request to other servers, "
                          "and no table that gives them here came within " +
                          std::to_string(kTableWait.count()) + " s"));
       continue;
     }
-    Handle(w.meta, w.data);  // may wait again, with its first time
-    if (!waiting_for_table_.empty()) {
-      WaitingForTable& again = waiting_for_table_.back();
-      if (again.meta.request_id == w.meta.request_id && again.meta.sender == w.meta.sender) {
-        again.since = w.since;
-      }
+    const size_t before = waiting_for_table_.size();
+    try {
+      Handle(w.meta, w.data);  // may wait again
+    } catch (const std::exception& e) {
+      Refuse(w.meta, Status::Internal(std::string("server handle failed: ") + e.what()));
+    } catch (...) {
+      Refuse(w.meta, Status::Internal("server handle failed: an exception that is not a "
+                                      "std::exception"));
     }
+    // Waiting again: since its first wait.
+    if (waiting_for_table_.size() > before) waiting_for_table_.back().since = w.since;
   }
-  if (!waiting_for_table_.empty() && expire) {
-    std::shared_ptr<Lifeline> lifeline = lifeline_;
-    Postoffice::Get()->control_loop()->RunAfter(kTableWait, [this, lifeline] {
-      Postoffice::Get()->van()->RunOnReceiver(Channel::kData, [this, lifeline] {
-        std::lock_guard<std::mutex> alive(lifeline->mu);
-        if (lifeline->alive) RetryWaitingForTable(/*expire=*/true);
-      });
-    });
-  }
+  ArmTableWait();
 }
 
 std::vector<int> OptimizerServer::LiveWorkers() const {
@@ -431,6 +478,16 @@ std::vector<int> OptimizerServer::LiveWorkers() const {
 
 void OptimizerServer::OnRoundsResent(int worker, int dead_rank) {
   if (!IsWorkerId(worker) || dead_rank < 0) return;
+  for (const WaitingForTable& w : waiting_for_table_) {
+    if (w.meta.sender != worker) continue;
+    // A push it sent before waits for this server's table: the word counts after it.
+    WaitingForTable word;
+    word.meta.sender = worker;
+    word.rounds_resent_for = dead_rank;
+    word.since = SteadySeconds();
+    waiting_for_table_.push_back(std::move(word));
+    return;
+  }
   rounds_resent_[dead_rank].insert(worker);
   CheckHeldRounds();
 }
@@ -471,8 +528,8 @@ void OptimizerServer::NoteDeadServers(const MembershipView& view) {
     std::lock_guard<std::mutex> alive(lifeline->mu);
     if (!lifeline->alive) return;
     for (int rank : dead) HoldRoundsOf(rank);
-    CheckHeldRounds();  // a worker may have died
     if (!waiting_for_table_.empty()) RetryWaitingForTable(/*expire=*/false);
+    CheckHeldRounds();  // a worker may have died
   });
   LOG_IF(ERROR, !posted && !dead.empty())
       << "cannot hold the rounds of the dead servers' keys: the van does not run";

@@ -357,6 +357,7 @@ void RequestPipeline::SendKeptAgain(const std::vector<int>& dead) {
   // server gets this worker's word only after every push that may be in a round held
   // there.
   std::vector<uint64_t> in_flight;
+  std::vector<KeptRoundPushes::Kept> kept;
   size_t resends_lost = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -379,13 +380,14 @@ void RequestPipeline::SendKeptAgain(const std::vector<int>& dead) {
       }
     }
     kept_resends_size_.store(kept_resends_.size(), std::memory_order_release);
+    // Under mu_, with the scan above: an answer (Process keeps under mu_) came before,
+    // its part kept and taken here, or after, when the table already says so.
+    kept = kept_rounds_->TakeGone([view](int rank, const std::string& process) {
+      const Node* n = view->Find(Postoffice::ServerRankToID(rank));
+      return !n || !n->alive() || n->identity != process;
+    });
   }
   for (uint64_t id : in_flight) Reroute(id);
-  std::vector<KeptRoundPushes::Kept> kept =
-      kept_rounds_->TakeGone([view](int rank, const std::string& process) {
-        const Node* n = view->Find(Postoffice::ServerRankToID(rank));
-        return !n || !n->alive() || n->identity != process;
-      });
   size_t sent = 0, lost = resends_lost;
   for (KeptRoundPushes::Kept& k : kept) {
     std::vector<Message> pieces;

@@ -37,6 +37,21 @@ void RequestPipeline::StopListening() {
   membership_listener_ = -1;
 }
 
+bool RequestPipeline::KeepRoundPush(const Message& msg, const Part& part) {
+  // The process by the table's name for it, as PartServerGone reads it.
+  const Node* server = Postoffice::Get()->membership()->Find(msg.meta.sender);
+  const std::string process =
+      !part.process.empty() ? part.process : (server ? server->identity : msg.peer_identity);
+  const int rank = Postoffice::IDtoRank(msg.meta.sender);
+  kept_rounds_->Copied(rank, process, msg.meta.rounds_copied_below);
+  // Before the request ends: the caller may change its arrays once it has.
+  if (part.sent->meta.keys_encoded ||
+      !kept_rounds_->Keep(rank, process, part.sent->meta.clock, *part.sent)) {
+    return false;
+  }
+  return !server || !server->alive() || server->identity != process;
+}
+
 size_t RequestPipeline::kept_round_pushes() const { return kept_rounds_->size(); }
 size_t RequestPipeline::kept_round_push_bytes() const { return kept_rounds_->bytes(); }
 
@@ -148,9 +163,9 @@ void RequestPipeline::Process(Message& msg) {
   }
   std::unique_ptr<Pending> done;
   std::unique_ptr<Message> again;  // a part whose key list the server did not keep
-  std::unique_ptr<Message> keep;   // a push part in a round its server has not copied
+  bool late_keep = false;     // kept for a server this worker already holds dead
+  bool copied_noted = false;  // KeepRoundPush noted the answer's copied clock
   const int answer_rank = Postoffice::IDtoRank(meta.sender);
-  std::string keep_process;
   if (kept_resends_size_.load(std::memory_order_acquire) > 0) {
     // A kept push sent again (its request may have ended, or go on with other parts).
     std::unique_ptr<KeptResend> resend;
@@ -217,39 +232,27 @@ void RequestPipeline::Process(Message& msg) {
       if (p.status.ok()) p.status = s;
     } else if (p.push && !p.question && !again) {
       CountAck(rank, msg.peer_identity);
-      if (meta.rounds_copied_below >= 0 && part.sent) {
-        keep = std::make_unique<Message>(*part.sent);
-        keep_process = part.process;
-        if (keep_process.empty()) {
-          const Node* server = Postoffice::Get()->membership()->Find(meta.sender);
-          keep_process = server ? server->identity : msg.peer_identity;
-        }
-      }
+      // Under mu_: a death's hand-over (SendKeptAgain) sees this part either in flight
+      // or kept, never between.
+      if (meta.rounds_copied_below >= 0 && part.sent) late_keep = KeepRoundPush(msg, part);
+      copied_noted = meta.rounds_copied_below >= 0;
     }
     if (!again && --p.remaining == 0) {
       done = std::move(it->second);
       pending_.erase(it);
     }
   }
-  if (meta.rounds_copied_below >= 0 && IsServerId(meta.sender)) {
-    // Before the request ends: the caller may change its arrays once it has. The
-    // process by the table's name for it, as PartServerGone reads it.
+  if (meta.rounds_copied_below >= 0 && IsServerId(meta.sender) && !copied_noted) {
     const Node* server = Postoffice::Get()->membership()->Find(meta.sender);
-    const std::string process =
-        keep ? keep_process : (server ? server->identity : msg.peer_identity);
-    kept_rounds_->Copied(answer_rank, process, meta.rounds_copied_below);
-    if (keep && !keep->meta.keys_encoded &&
-        kept_rounds_->Keep(answer_rank, process, keep->meta.clock, *keep)) {
-      const Node* now = Postoffice::Get()->membership()->Find(meta.sender);
-      if (!now || !now->alive() || now->identity != process) {
-        // The answer came after the table that says its server died (whose kept pushes
-        // went again then, with this worker's word): this one goes too, and the word
-        // again.
-        LOG(WARNING) << "server " << answer_rank << " answered a push after this worker "
-                     << "heard it died: the push goes again to the keys' new servers";
-        customer_->RunOnOwnThread([this, answer_rank] { SendKeptAgain({answer_rank}); });
-      }
-    }
+    kept_rounds_->Copied(answer_rank, server ? server->identity : msg.peer_identity,
+                         meta.rounds_copied_below);
+  }
+  if (late_keep) {
+    // The answer came after the table that says its server died (whose kept pushes
+    // went again then, with this worker's word): this one goes too, and the word again.
+    LOG(WARNING) << "server " << answer_rank << " answered a push after this worker heard "
+                 << "it died: the push goes again to the keys' new servers";
+    customer_->RunOnOwnThread([this, answer_rank] { SendKeptAgain({answer_rank}); });
   }
   if (again) {
     SentLists()->Forget(Postoffice::IDtoRank(meta.sender), meta.key_list_ref);

@@ -285,12 +285,19 @@ class OptimizerServer {
   // On the data receive thread: the waiting requests are handled again; with `expire`,
   // those that waited kTableWait are refused instead.
   void RetryWaitingForTable(bool expire);
+  // A request waiting for the next table, or (rounds_resent_for >= 0) a worker's word
+  // that came behind one of its requests waiting (OnRoundsResent).
   struct WaitingForTable {
     KVMeta meta;
     KVPairs<float> data;
     double since = 0;  // steady clock, seconds
+    int rounds_resent_for = -1;
   };
   std::vector<WaitingForTable> waiting_for_table_;  // data receive thread only
+  bool table_wait_armed_ = false;  // data receive thread: a check of the waiting is due
+  // On the data receive thread: a check of the waiting requests kTableWait from now,
+  // unless one is due or none waits.
+  void ArmTableWait();
   void OnRoundsResent(int worker, int dead_rank);
   // Releases the holds whose workers all said so.
   void CheckHeldRounds();
@@ -452,6 +459,8 @@ class OptimizerServer {
   std::map<int, RoundOrigin> round_origins_;
   // The messages of a close taken before its last, by owner rank and owner shard.
   std::map<std::pair<int, uint32_t>, std::vector<ClosedRound>> round_copy_parts_;
+  // Owners one of whose round copies was refused: none of their later ones is applied.
+  std::set<int> round_copies_broken_;
   // Dead owners whose rounds this server rebuilds, by rank (data receive thread only).
   struct HeldOrigin {
     RoundOrigin copied;

@@ -250,6 +250,10 @@ class RequestPipeline {
   // them (KeptRoundPushes), then every live server is told so (Meta::rounds_resent).
   void SendKeptAgain(const std::vector<int>& dead);
   struct KeptResend;
+  // mu_ held: `part`, a push part its server answered with `msg`, into an open round it
+  // has not copied, is kept (KeptRoundPushes); true when the table says that server died
+  // already (the part must go again at once).
+  bool KeepRoundPush(const Message& msg, const Part& part);
   // mu_ held: takes out the kept push sent again that `msg` answers; null when it
   // answers another request.
   std::unique_ptr<KeptResend> TakeKeptAnswer(const Message& msg);
