@@ -24,6 +24,9 @@ running tests/integration/sync_aggregation (APP).
   killed_push_pull
              as killed, the workers pushing with KVWorker::PushPull.
 
+With HERDPS_TEST_HEARTBEAT_TIMEOUT=default in the environment the nodes run with the
+runtime's default heartbeats (dead after 10 s) instead of dead after 3 s.
+
 Usage: round_copies_test.py HOW APP
 """
 import os
@@ -38,6 +41,10 @@ WORKERS = 2
 SERVERS = 3
 KEYS = 50
 ENV = {"PS_CONSISTENCY": "bsp", "PS_REPLICATION": "2", "PS_REPLICATE_ROUNDS": "1"}
+# HERDPS_TEST_HEARTBEAT_TIMEOUT=default runs with the runtime's own heartbeats (every 1 s,
+# dead after 10 s) instead of the other failure tests' (every 0.5 s, dead after 3 s).
+if os.environ.get("HERDPS_TEST_HEARTBEAT_TIMEOUT") == "default":
+    ENV.update(PS_HEARTBEAT_INTERVAL="1", PS_HEARTBEAT_TIMEOUT="10")
 
 
 def identical(app, f):
