@@ -15,7 +15,7 @@ running tests/integration/sync_aggregation (APP).
              step each with the mean of that clock's pushes), so a round lost, applied
              twice or applied without a push of it fails the run. Both workers and the
              two servers left exit 0; the survivors said they rebuild server 1's rounds
-             and apply them once every worker sent again what it kept. Up to 3 runs,
+             and apply them once every worker sent again what it kept. Up to 4 runs,
              until one's survivors applied rebuilt rounds (the kill fell while rounds
              only server 1 held were open); fails if none did.
   killed_chunks
@@ -40,6 +40,7 @@ from replication_test import check_two_identical_copies  # noqa: E402
 WORKERS = 2
 SERVERS = 3
 KEYS = 50
+ROUNDS = 150  # of the killed runs: the kill comes 3 s in, mid-run
 ENV = {"PS_CONSISTENCY": "bsp", "PS_REPLICATION": "2", "PS_REPLICATE_ROUNDS": "1"}
 # HERDPS_TEST_HEARTBEAT_TIMEOUT=default runs with the runtime's own heartbeats (every 1 s,
 # dead after 10 s) instead of the other failure tests' (every 0.5 s, dead after 3 s).
@@ -73,20 +74,20 @@ def identical(app, f):
 
 
 def killed(app, f, keys=KEYS, extra_args=(), extra_env=None):
-    """Up to 3 runs, until one kills server 1 with rounds only it held open (each run
-    checked whole)."""
-    for attempt in range(3):
+    """Up to 4 runs, until one kills server 1 with rounds only it held open (each run
+    checked whole). A push's round is open for 40 of each clock's ~45 ms."""
+    for attempt in range(4):
         applied = killed_once(app, f, keys, extra_args, extra_env)
         if len(f) or applied:
             return
         print(f"run {attempt + 1}: the kill missed the open rounds; again")
-    f.expect(False, "no rebuilt round was applied in 3 runs: the kills missed the open rounds")
+    f.expect(False, "no rebuilt round was applied in 4 runs: the kills missed the open rounds")
 
 
 def killed_once(app, f, keys, extra_args, extra_env):
     """One run; returns how many shard releases applied rebuilt rounds."""
     with Job() as job:
-        args = ["--rounds=400", f"--keys={keys}", "--gap_ms=10", *extra_args]
+        args = [f"--rounds={ROUNDS}", f"--keys={keys}", "--gap_ms=40", *extra_args]
         nodes = job.start_by_hand(app, WORKERS, SERVERS, args,
                                   extra_env=dict(ENV, **(extra_env or {})))
         if not wait_until(lambda: all(nodes[f"server {r}"].poll() is None
@@ -108,8 +109,8 @@ def killed_once(app, f, keys, extra_args, extra_env):
             text = nodes[f"worker {r}"].text()
             f.expect("FAILED" not in text, f"worker {r} failed:\n" + "\n".join(
                 line for line in text.splitlines() if "FAILED" in line)[:2000])
-            f.expect(f"worker {r}: 400 clocks over {keys} keys, 0 pushes failed, 0 wrong values"
-                     in text, f"worker {r} did not check every clock")
+            f.expect(f"worker {r}: {ROUNDS} clocks over {keys} keys, 0 pushes failed, 0 wrong "
+                     "values" in text, f"worker {r} did not check every clock")
         rebuilt = sum("rebuilds the rounds of its keys" in nodes[f"server {r}"].text()
                       for r in (0, 2))
         released = sum("every live worker sent again the pushes it kept for dead server 1"
