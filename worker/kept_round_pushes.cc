@@ -24,7 +24,6 @@ void KeptRoundPushes::Copied(int rank, const std::string& process, int64_t copie
   if (s.process != process) {
     // A new process answers for the rank: what the old one held went again when it
     // died (TakeGone), so nothing kept for it is of use now.
-    for (const Kept& k : s.kept) bytes_ -= k.sent.DataBytes();
     s.kept.clear();
     s.process = process;
     s.copied_below = -1;
@@ -32,9 +31,6 @@ void KeptRoundPushes::Copied(int rank, const std::string& process, int64_t copie
   if (copied_below <= s.copied_below) return;
   s.copied_below = copied_below;
   auto copied = [copied_below](const Kept& k) { return k.clock < copied_below; };
-  for (const Kept& k : s.kept) {
-    if (copied(k)) bytes_ -= k.sent.DataBytes();
-  }
   s.kept.erase(std::remove_if(s.kept.begin(), s.kept.end(), copied), s.kept.end());
 }
 
@@ -45,21 +41,8 @@ bool KeptRoundPushes::Keep(int rank, const std::string& process, int64_t clock,
   Server& s = servers_[rank];
   if (s.process.empty()) s.process = process;  // taken out meanwhile (TakeGone)
   if (s.process != process || clock < s.copied_below) return false;
-  bytes_ += owned.DataBytes();
   s.kept.push_back(Kept{rank, process, clock, std::move(owned)});
   return true;
-}
-
-size_t KeptRoundPushes::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  size_t n = 0;
-  for (const auto& kv : servers_) n += kv.second.kept.size();
-  return n;
-}
-
-size_t KeptRoundPushes::bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return bytes_;
 }
 
 }  // namespace ps

@@ -50,26 +50,19 @@ class KeptRoundPushes {
         ++it;
         continue;
       }
-      for (Kept& k : it->second.kept) {
-        bytes_ -= k.sent.DataBytes();
-        out.push_back(std::move(k));
-      }
+      for (Kept& k : it->second.kept) out.push_back(std::move(k));
       it = servers_.erase(it);
     }
     return out;
   }
-  size_t size() const;
-  size_t bytes() const;
-
  private:
   struct Server {
     std::string process;
     int64_t copied_below = -1;
     std::deque<Kept> kept;  // in the order answered
   };
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::map<int, Server> servers_;  // by rank
-  size_t bytes_ = 0;
 };
 
 }  // namespace ps

@@ -52,8 +52,6 @@ bool RequestPipeline::KeepRoundPush(const Message& msg, const Part& part) {
   return !server || !server->alive() || server->identity != process;
 }
 
-size_t RequestPipeline::kept_round_pushes() const { return kept_rounds_->size(); }
-size_t RequestPipeline::kept_round_push_bytes() const { return kept_rounds_->bytes(); }
 
 RequestPipeline::Counters RequestPipeline::counters() const {
   std::lock_guard<std::mutex> lock(counters_mu_);

@@ -172,10 +172,6 @@ class RequestPipeline {
   // The new process of server `rank` holds `kept` of this worker's pushes: its count
   // goes on from there.
   void Restored(int rank, uint64_t kept);
-  // Push parts kept because their server had not copied their rounds to the keys'
-  // replicas yet (PS_REPLICATE_ROUNDS), and their bytes.
-  size_t kept_round_pushes() const;
-  size_t kept_round_push_bytes() const;
 
  private:
   struct Part;
