@@ -1,5 +1,6 @@
-// Seeds of the message targets (meta_codec, received_message, kv_frames): real messages
-// of every kind, encoded by EncodeMeta, with their data frames. See make_corpus.cc.
+// Seeds of the message targets (meta_codec, received_message, kv_frames, round_copy):
+// real messages of every kind, encoded by EncodeMeta, with their data frames, and round
+// copies encoded by EncodeRoundCopies. See make_corpus.cc.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 #include "ps/internal/message.h"
 #include "ps/internal/order_protocol.h"
 #include "ps/status.h"
+#include "round_copies.h"
 
 namespace {
 
@@ -306,6 +308,64 @@ void KVFramesSeeds() {
   }
 }
 
+// ---- round copies: round_copy ------------------------------------------------------
+
+// A round of `len` values of key `key` at `clock` (a chunk at `offset` of a `whole`-value
+// key when chunk >= 0).
+ps::ClosedRound Round(ps::Key key, int64_t clock, uint32_t count, size_t len,
+                      int32_t chunk = -1, uint64_t offset = 0, uint64_t whole = 0) {
+  ps::ClosedRound r;
+  r.key.key = key;
+  r.key.chunk = chunk;
+  r.key.chunk_offset = offset;
+  r.key.value_len = whole;
+  r.clock = clock;
+  r.count = count;
+  r.sum = Gradient(len, key + static_cast<uint64_t>(clock));
+  return r;
+}
+
+// Each message EncodeRoundCopies makes of `rounds`, as round_copy_fuzzer.cc reads it.
+void WriteRoundCopySeeds(const std::string& name, const ps::RoundCopyHeader& header,
+                         const std::vector<ps::ClosedRound>& rounds, size_t max_floats) {
+  std::vector<const ps::ClosedRound*> pointers;
+  for (const ps::ClosedRound& r : rounds) pointers.push_back(&r);
+  std::vector<ps::KVPairs<float>> messages;
+  if (!ps::EncodeRoundCopies(header, pointers, max_floats, &messages).ok()) {
+    std::fprintf(stderr, "fuzz_make_corpus: round copy seed %s does not encode\n", name.c_str());
+    std::exit(1);
+  }
+  for (size_t m = 0; m < messages.size(); ++m) {
+    const ps::KVPairs<float>& kv = messages[m];
+    InputWriter w;
+    w.Put(static_cast<uint8_t>(kv.keys.size()));
+    for (ps::Key k : kv.keys) w.Put(k);
+    for (int len : kv.lens) w.Put(static_cast<int32_t>(len));
+    for (float v : kv.vals) w.Put(v);
+    WriteSeed("round_copy", name + (messages.size() > 1 ? "-" + std::to_string(m) : ""),
+              w.bytes());
+  }
+}
+
+void RoundCopySeeds() {
+  ps::RoundCopyHeader header;
+  header.shard = 1;
+  header.shards = 2;
+  header.below = 12;
+  WriteRoundCopySeeds("keys", header, {Round(3, 10, 2, 4), Round(9, 10, 2, 1),
+                                       Round(40, 11, 1, 3)}, 1 << 16);
+  // A key closed in two clocks at once, then two chunks of one key: four messages.
+  header.last = false;
+  WriteRoundCopySeeds("clocks-and-chunks", header,
+                      {Round(5, 7, 3, 2), Round(5, 8, 3, 2), Round(6, 8, 1, 5, 0, 0, 9),
+                       Round(6, 8, 1, 4, 1, 5, 9)}, 1 << 16);
+  // Small messages: a close split by its size.
+  header.last = true;
+  header.below = INT64_MAX;
+  WriteRoundCopySeeds("split", header, {Round(1, 0, 4, 6), Round(2, 0, 4, 6),
+                                        Round(3, 0, 4, 6)}, 16);
+}
+
 }  // namespace
 
 void ps::fuzz::MessageSeeds() {
@@ -313,4 +373,5 @@ void ps::fuzz::MessageSeeds() {
   MetaCodecSeeds(messages);
   ReceivedMessageSeeds(messages);
   KVFramesSeeds();
+  RoundCopySeeds();
 }
