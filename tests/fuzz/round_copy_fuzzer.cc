@@ -41,9 +41,12 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ps::fuzz::InputReader in(data, size);
   const size_t n = in.Take<uint8_t>() % (kMaxEntries + 1);
+  // Each list allocated to its size, so that AddressSanitizer sees a read past its end.
   ps::KVPairs<float> message;
-  for (size_t i = 0; i < n; ++i) message.keys.push_back(in.Take<uint64_t>());
-  for (size_t i = 0; i < n; ++i) message.lens.push_back(in.Take<int32_t>());
+  message.keys.resize(n);
+  message.lens.resize(n);
+  for (size_t i = 0; i < n; ++i) message.keys[i] = in.Take<uint64_t>();
+  for (size_t i = 0; i < n; ++i) message.lens[i] = in.Take<int32_t>();
   const std::string rest = in.TakeRest();
   message.vals.resize(rest.size() / sizeof(float));
   if (!message.vals.empty()) {

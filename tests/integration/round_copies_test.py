@@ -30,7 +30,7 @@ running tests/integration/sync_aggregation (APP).
              2's table gives it that push's keys, and waits for that table. Up to 6
              runs, until one's server 2 said a request waited for the table and its
              survivors applied rebuilt rounds; fails if none did. Not in ctest: a run
-             takes about a minute and a half (the losses slow every clock), and one
+             goes on about 65 s after the kill (the losses slow every clock), and one
              run in several shows the wait.
 
 With HERDPS_TEST_HEARTBEAT_TIMEOUT=default in the environment the nodes run with the
