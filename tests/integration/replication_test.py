@@ -218,9 +218,10 @@ def recovery_s(worker_texts, killed_at, window_s=0.1):
     """Seconds from the kill until the workers' throughput (acknowledged pushes per
     window_s, summed; windows start every 50 ms) stays at 90% or more of its mean over
     the second before the kill, over the windows that end at least 0.1 s before the first
-    worker finished: 0.1 s after the start of the last window below 90%. None when it cannot be told. The paced pushes
-    of this workload jitter on a busy machine: a 100 ms window falls below 90% now and
-    then with no fault at all, so the 0.5 s windows tell the recovery apart from that."""
+    worker finished: 0.1 s after the start of the last window below 90%. None when it
+    cannot be told. The paced pushes of this workload jitter on a busy machine: a 100 ms
+    window falls below 90% now and then with no fault at all, so the 0.5 s windows tell
+    the recovery apart from that."""
     slots = {}
     ends = []
     for text in worker_texts:
