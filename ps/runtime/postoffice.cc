@@ -110,8 +110,13 @@ Status Postoffice::Send(Message& msg, SendMode mode) {
   uint64_t seq = outbox->Track(&msg, std::chrono::steady_clock::now());
   Status s = van_->Send(msg, mode, channel);
   // A message that could not leave is the caller's failure to report; a resend
-  // behind its back would deliver what the caller was told failed.
-  if (!s.ok()) outbox->Ack(msg.meta.recipient, seq);
+  // behind its back would deliver what the caller was told failed. Its sequence is
+  // taken, though, and the recipient would hold everything after it for good: a skip
+  // takes its place.
+  Message skip;
+  if (!s.ok() && outbox->Skip(msg.meta.recipient, seq, &skip)) {
+    van_->Send(skip, SendMode::kNonBlocking, channel);
+  }
   return s;
 }
 

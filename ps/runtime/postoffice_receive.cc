@@ -140,6 +140,8 @@ void Postoffice::SendAck(int recipient, uint64_t sequence, Channel channel) {
 }
 
 void Postoffice::Deliver(Message& msg, Channel channel) {
+  // A skip only held its sender's place in the sequence (ResendOutbox::Skip).
+  if (msg.meta.control.cmd == Control::kSkip) return;
   if (msg.meta.control.empty()) {
     DispatchData(msg, channel);
   } else {

@@ -28,6 +28,12 @@ namespace {
 // messages are not acknowledged and come again. Also the most messages held per sender.
 constexpr size_t kReorderWindow = 4096;
 
+// The longest wait between two resends of a message, in resend timeouts. The doubling
+// spares a dead or stalled peer a storm until the heartbeats declare it dead; a longer
+// cap only lengthens the wait for a live peer on a lossy link: a message lost 8 times
+// in a row goes the 9th time 79 s after its first send at 16 timeouts, 27 s at 4.
+constexpr int kResendBackoffCap = 4;
+
 void InitLogging(const char* argv0) {
   if (google::IsGoogleLoggingInitialized()) return;
   // Nodes run under the launcher, which collects stderr: log there unless the user
@@ -132,7 +138,7 @@ void Postoffice::ResetForStart() {
     inbound_[c]->Reset(config_.resend, kReorderWindow);
     if (config_.resend) {
       auto timeout = std::chrono::milliseconds(config_.resend_timeout_ms);
-      outbox_[c] = std::make_unique<ResendOutbox>(timeout, timeout * 16);
+      outbox_[c] = std::make_unique<ResendOutbox>(timeout, timeout * kResendBackoffCap);
     } else {
       outbox_[c].reset();
     }

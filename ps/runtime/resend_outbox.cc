@@ -42,6 +42,24 @@ bool ResendOutbox::Ack(int recipient, uint64_t seq) {
   return true;
 }
 
+bool ResendOutbox::Skip(int recipient, uint64_t seq, Message* skip) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto link = links_.find(recipient);
+  if (link == links_.end()) return false;
+  auto it = link->second.pending.find(seq);
+  if (it == link->second.pending.end()) return false;
+  const Meta& sent = it->second.msg.meta;
+  Message placeholder;
+  placeholder.meta.control.cmd = Control::kSkip;
+  placeholder.meta.sender = sent.sender;
+  placeholder.meta.sender_incarnation = sent.sender_incarnation;
+  placeholder.meta.recipient = sent.recipient;
+  placeholder.meta.sequence = sent.sequence;
+  it->second.msg = placeholder;
+  *skip = std::move(placeholder);
+  return true;
+}
+
 std::vector<Message> ResendOutbox::DueForResend(Clock::time_point now, size_t limit) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::pair<int, uint64_t>> due;

@@ -4,7 +4,8 @@
 //   too_large           (needs PS_MAX_MESSAGE_BYTES=1048576 on every node) a push of
 //                       ~2.4 MB fails at the caller with InvalidArgument naming
 //                       PS_MAX_MESSAGE_BYTES, nothing of it reaches the server, and a
-//                       normal push afterwards works.
+//                       normal push afterwards works (with PS_RESEND=1 too: the push's
+//                       sequence must not leave a gap the server waits on).
 //   missing_app         (run with PS_HEARTBEAT_INTERVAL=0, so nothing else moves) one
 //                       pull to an app id no server runs, and nothing else: the server
 //                       holds it 10 s, then Wait returns NotFound naming the app.

@@ -169,7 +169,7 @@ TEST(MetaCodec, EveryFieldSurvivesTheRoundTrip) {
 TEST(MetaCodec, EveryControlCommandRoundTrips) {
   for (auto cmd : {Control::kAddNode, Control::kBarrier, Control::kHeartbeat, Control::kAck,
                    Control::kTerminate, Control::kMembership, Control::kLeave,
-                   Control::kCaughtUp, Control::kWithdraw}) {
+                   Control::kCaughtUp, Control::kWithdraw, Control::kSkip}) {
     Message msg;
     msg.meta.control.cmd = cmd;
     msg.meta.control.barrier_group = 7;
@@ -517,12 +517,12 @@ TEST(MetaCodec, DecodeRejectsATokenOver1024Bytes) {
   EXPECT_TRUE(Contains(s, "join token of 1025 bytes is over the limit")) << s;
 }
 
-TEST(MetaCodec, DecodeRejectsTheFirstCommandPastWithdraw) {
+TEST(MetaCodec, DecodeRejectsTheFirstCommandPastSkip) {
   herdps::wire::Meta p;
-  p.mutable_control()->set_cmd(static_cast<herdps::wire::Command>(Control::kWithdraw + 1));
+  p.mutable_control()->set_cmd(static_cast<herdps::wire::Command>(Control::kSkip + 1));
   Status s = DecodeWire(p, {});
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(s, "unknown control command 10")) << s;
+  EXPECT_TRUE(Contains(s, "unknown control command 11")) << s;
 }
 
 }  // namespace

@@ -90,6 +90,38 @@ TEST(ResendOutboxTest, ResendBacksOffUpToTheCap) {
   EXPECT_EQ(outbox.NextDue(), t + milliseconds(40));
 }
 
+TEST(ResendOutboxTest, AMessageThatNeverLeftGoesAgainAsASkipOfItsSequence) {
+  ResendOutbox outbox(milliseconds(10), milliseconds(100));
+  Message first = To(8, /*head=*/1);
+  first.meta.sender_incarnation = 77;
+  outbox.Track(&first, kStart);
+  Message second = To(8, /*head=*/2);
+  outbox.Track(&second, kStart);
+
+  Message skip;
+  ASSERT_TRUE(outbox.Skip(8, 1, &skip));
+  EXPECT_EQ(skip.meta.control.cmd, Control::kSkip);
+  EXPECT_EQ(skip.meta.sequence, 1u);
+  EXPECT_EQ(skip.meta.sender, 9);
+  EXPECT_EQ(skip.meta.sender_incarnation, 77u);
+  EXPECT_EQ(skip.meta.recipient, 8);
+  EXPECT_TRUE(skip.data.empty());
+  EXPECT_FALSE(outbox.Skip(8, 5, &skip));  // never sent
+  EXPECT_FALSE(outbox.Skip(3, 1, &skip));  // unknown recipient
+
+  // Still tracked until ACKed: its resends are the skip, the other message is itself.
+  EXPECT_EQ(outbox.Size(), 2u);
+  std::vector<Message> due = outbox.DueForResend(kStart + milliseconds(10));
+  ASSERT_EQ(due.size(), 2u);
+  EXPECT_EQ(due[0].meta.control.cmd, Control::kSkip);
+  EXPECT_EQ(due[0].meta.sequence, 1u);
+  EXPECT_TRUE(due[0].data.empty());
+  EXPECT_EQ(due[1].meta.control.cmd, Control::kData);
+  EXPECT_EQ(due[1].meta.head, 2);
+  EXPECT_TRUE(outbox.Ack(8, 1));
+  EXPECT_EQ(outbox.Size(), 1u);
+}
+
 TEST(ResendOutboxTest, DropPeerForgetsOnlyThatPeer) {
   ResendOutbox outbox(milliseconds(10), milliseconds(100));
   for (int recipient : {8, 5, 8}) {

@@ -50,6 +50,15 @@ class ResendOutbox {
   // duplicate or stale ACK), which is normal and needs no action.
   bool Ack(int recipient, uint64_t seq);
 
+  // The message `seq` to `recipient` never left (its send failed and its caller got the
+  // error). Its sequence is taken, and the recipient delivers nothing after it until that
+  // sequence arrives, so it stays tracked as a Control::kSkip: the same sender, recipient
+  // and sequence, no content. The recipient's in-order delivery passes a skip and
+  // delivers nothing for it. Writes the skip to *skip (the caller sends it at once; if
+  // that fails too, it goes with the resends) and returns true; returns false if the
+  // message was not tracked.
+  bool Skip(int recipient, uint64_t seq, Message* skip);
+
   // Copies of the messages whose resend time is <= `now`, at most `limit` of them (the
   // earliest due), oldest Track first (so that each link's resends go out in sequence
   // order). Each one's wait is doubled, up to the cap, and its next resend time becomes

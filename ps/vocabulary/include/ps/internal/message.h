@@ -77,9 +77,9 @@ const char* StateName(Node::State state);
 struct Control {
   enum Command {
     kData = 0, kAddNode = 1, kBarrier = 2, kHeartbeat = 3, kAck = 4, kTerminate = 5,
-    kMembership = 6, kLeave = 7, kCaughtUp = 8, kWithdraw = 9
+    kMembership = 6, kLeave = 7, kCaughtUp = 8, kWithdraw = 9, kSkip = 10
   };
-  static constexpr int kLastCommand = kWithdraw;
+  static constexpr int kLastCommand = kSkip;
   Command cmd = kData;
   std::vector<Node> nodes;
   int barrier_group = 0;
