@@ -107,17 +107,26 @@ Status Postoffice::Send(Message& msg, SendMode mode) {
       msg.meta.control.cmd == Control::kHeartbeat) {
     return van_->Send(msg, mode, channel);
   }
-  uint64_t seq = outbox->Track(&msg, std::chrono::steady_clock::now());
+  // Not due for resend while this send runs (it may block for long): a resend must
+  // not deliver a message whose caller may yet be told it failed.
+  uint64_t seq = outbox->TrackUnsent(&msg);
   Status s = van_->Send(msg, mode, channel);
-  // A message that could not leave is the caller's failure to report; a resend
-  // behind its back would deliver what the caller was told failed. Its sequence is
-  // taken, though, and the recipient would hold everything after it for good: a skip
-  // takes its place.
-  Message skip;
-  if (!s.ok() && outbox->Skip(msg.meta.recipient, seq, &skip)) {
-    van_->Send(skip, SendMode::kNonBlocking, channel);
+  if (s.ok()) {
+    outbox->Sent(msg.meta.recipient, seq, std::chrono::steady_clock::now());
+  } else {
+    SkipUnsent(outbox, msg.meta.recipient, seq, channel);
   }
   return s;
+}
+
+void Postoffice::SkipUnsent(ResendOutbox* outbox, int recipient, uint64_t seq,
+                            Channel channel) {
+  // The message is the caller's failure to report, never resent; its sequence is
+  // taken, though, and the recipient would hold everything after it for good.
+  Message skip;
+  if (outbox->Skip(recipient, seq, std::chrono::steady_clock::now(), &skip)) {
+    van_->Send(skip, SendMode::kNonBlocking, channel);
+  }
 }
 
 std::vector<SArray<char>> Postoffice::LendSendBuffers(int recipient,
@@ -146,13 +155,19 @@ Status Postoffice::SendControl(Message& msg) {
   const Channel channel = ChannelOf(msg);
   ResendOutbox* outbox = outbox_[static_cast<int>(channel)].get();
   if (!outbox) return Send(msg, SendMode::kNonBlocking);
-  // With resend on, a message that finds the peer's queue full is still tracked and
-  // goes out with the next resend.
+  // With resend on, a message that finds the peer's queue full (or no connection) is
+  // still tracked and goes out with the next resend. One that can never leave (over
+  // PS_MAX_MESSAGE_BYTES, or not encodable) fails here, and a skip takes its place.
   Status ready = PrepareSend(msg);
   if (!ready.ok()) return ready;
-  outbox->Track(&msg, std::chrono::steady_clock::now());
-  van_->Send(msg, SendMode::kNonBlocking, channel);
-  return Status::OK();
+  uint64_t seq = outbox->TrackUnsent(&msg);
+  Status s = van_->Send(msg, SendMode::kNonBlocking, channel);
+  if (s.ok() || s.code() == Status::Code::kUnavailable) {
+    outbox->Sent(msg.meta.recipient, seq, std::chrono::steady_clock::now());
+    return Status::OK();
+  }
+  SkipUnsent(outbox, msg.meta.recipient, seq, channel);
+  return s;
 }
 
 std::vector<int> Postoffice::GetNodeIDs(int node_group) const {

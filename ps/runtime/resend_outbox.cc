@@ -21,14 +21,40 @@ ResendOutbox::ResendOutbox(std::chrono::milliseconds timeout, std::chrono::milli
 
 uint64_t ResendOutbox::Track(Message* msg, Clock::time_point now) {
   std::lock_guard<std::mutex> lock(mu_);
+  return TrackLocked(msg, now, /*scheduled=*/true);
+}
+
+uint64_t ResendOutbox::TrackUnsent(Message* msg) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return TrackLocked(msg, Clock::time_point(), /*scheduled=*/false);
+}
+
+uint64_t ResendOutbox::TrackLocked(Message* msg, Clock::time_point now, bool scheduled) {
   int recipient = msg->meta.recipient;
   Link& link = links_[recipient];
   uint64_t seq = ++link.last_seq;
   msg->meta.sequence = seq;
-  DueKey due(DueAfter(now, timeout_), ++tracked_);
-  link.pending.emplace(seq, Pending{*msg, due, timeout_});
-  schedule_.emplace(due, std::make_pair(recipient, seq));
+  DueKey due(scheduled ? DueAfter(now, timeout_) : Clock::time_point::max(), ++tracked_);
+  link.pending.emplace(seq, Pending{*msg, due, timeout_, scheduled});
+  ++pending_;
+  if (scheduled) schedule_.emplace(due, std::make_pair(recipient, seq));
   return seq;
+}
+
+void ResendOutbox::ScheduleLocked(int recipient, uint64_t seq, Pending* p,
+                                  Clock::time_point now) {
+  p->due.first = DueAfter(now, p->wait);
+  p->scheduled = true;
+  schedule_.emplace(p->due, std::make_pair(recipient, seq));
+}
+
+void ResendOutbox::Sent(int recipient, uint64_t seq, Clock::time_point now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto link = links_.find(recipient);
+  if (link == links_.end()) return;
+  auto it = link->second.pending.find(seq);
+  if (it == link->second.pending.end() || it->second.scheduled) return;
+  ScheduleLocked(recipient, seq, &it->second, now);
 }
 
 bool ResendOutbox::Ack(int recipient, uint64_t seq) {
@@ -37,17 +63,19 @@ bool ResendOutbox::Ack(int recipient, uint64_t seq) {
   if (link == links_.end()) return false;
   auto it = link->second.pending.find(seq);
   if (it == link->second.pending.end()) return false;
-  schedule_.erase(it->second.due);
+  if (it->second.scheduled) schedule_.erase(it->second.due);
   link->second.pending.erase(it);
+  --pending_;
   return true;
 }
 
-bool ResendOutbox::Skip(int recipient, uint64_t seq, Message* skip) {
+bool ResendOutbox::Skip(int recipient, uint64_t seq, Clock::time_point now, Message* skip) {
   std::lock_guard<std::mutex> lock(mu_);
   auto link = links_.find(recipient);
   if (link == links_.end()) return false;
   auto it = link->second.pending.find(seq);
   if (it == link->second.pending.end()) return false;
+  if (!it->second.scheduled) ScheduleLocked(recipient, seq, &it->second, now);
   const Meta& sent = it->second.msg.meta;
   Message placeholder;
   placeholder.meta.control.cmd = Control::kSkip;
@@ -91,7 +119,10 @@ size_t ResendOutbox::DropPeer(int recipient) {
   auto link = links_.find(recipient);
   if (link == links_.end()) return 0;
   size_t dropped = link->second.pending.size();
-  for (const auto& entry : link->second.pending) schedule_.erase(entry.second.due);
+  for (const auto& entry : link->second.pending) {
+    if (entry.second.scheduled) schedule_.erase(entry.second.due);
+  }
+  pending_ -= dropped;
   links_.erase(link);
   return dropped;
 }
@@ -104,7 +135,7 @@ bool ResendOutbox::Tracked(int recipient, uint64_t seq) const {
 
 size_t ResendOutbox::Size() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return schedule_.size();
+  return pending_;
 }
 
 ResendOutbox::Clock::time_point ResendOutbox::NextDue() const {

@@ -178,7 +178,8 @@ std::vector<NamedMessage> Messages() {
   out.push_back({"control-membership", table});
 
   for (auto cmd : {ps::Control::kBarrier, ps::Control::kHeartbeat, ps::Control::kAck,
-                   ps::Control::kTerminate, ps::Control::kLeave}) {
+                   ps::Control::kTerminate, ps::Control::kLeave, ps::Control::kCaughtUp,
+                   ps::Control::kWithdraw, ps::Control::kSkip}) {
     ps::Message c;
     c.meta.control.cmd = cmd;
     c.meta.control.barrier_group = ps::kWorkerGroup + ps::kServerGroup;

@@ -90,36 +90,80 @@ TEST(ResendOutboxTest, ResendBacksOffUpToTheCap) {
   EXPECT_EQ(outbox.NextDue(), t + milliseconds(40));
 }
 
+TEST(ResendOutboxTest, AMessageInItsFirstSendIsNotDueUntilItLeft) {
+  ResendOutbox outbox(milliseconds(10), milliseconds(100));
+  Message m = To(8);
+  EXPECT_EQ(outbox.TrackUnsent(&m), 1u);
+  EXPECT_EQ(m.meta.sequence, 1u);
+  EXPECT_EQ(outbox.Size(), 1u);
+  EXPECT_TRUE(outbox.Tracked(8, 1));
+  // However long the first send blocks, no resend of it goes out meanwhile.
+  EXPECT_TRUE(outbox.DueForResend(kStart + std::chrono::hours(1)).empty());
+  EXPECT_EQ(outbox.NextDue(), Clock::time_point::max());
+
+  const auto left = kStart + milliseconds(500);
+  outbox.Sent(8, 1, left);
+  EXPECT_EQ(outbox.NextDue(), left + milliseconds(10));
+  EXPECT_EQ(Sequences(outbox.DueForResend(left + milliseconds(10))),
+            (std::vector<uint64_t>{1}));
+  outbox.Sent(8, 1, left + std::chrono::hours(1));  // once scheduled, Sent changes nothing
+  EXPECT_EQ(outbox.NextDue(), left + milliseconds(30));
+
+  // ACKed before its sender saw the send return: Sent finds nothing to schedule.
+  Message fast = To(8);
+  outbox.TrackUnsent(&fast);
+  EXPECT_TRUE(outbox.Ack(8, 2));
+  outbox.Sent(8, 2, left);
+  EXPECT_EQ(outbox.Size(), 1u);
+  EXPECT_TRUE(outbox.Ack(8, 1));
+  EXPECT_EQ(outbox.Size(), 0u);
+  EXPECT_EQ(outbox.NextDue(), Clock::time_point::max());
+}
+
 TEST(ResendOutboxTest, AMessageThatNeverLeftGoesAgainAsASkipOfItsSequence) {
   ResendOutbox outbox(milliseconds(10), milliseconds(100));
   Message first = To(8, /*head=*/1);
   first.meta.sender_incarnation = 77;
-  outbox.Track(&first, kStart);
+  outbox.TrackUnsent(&first);
   Message second = To(8, /*head=*/2);
   outbox.Track(&second, kStart);
 
   Message skip;
-  ASSERT_TRUE(outbox.Skip(8, 1, &skip));
+  const auto failed = kStart + milliseconds(5);
+  ASSERT_TRUE(outbox.Skip(8, 1, failed, &skip));
   EXPECT_EQ(skip.meta.control.cmd, Control::kSkip);
   EXPECT_EQ(skip.meta.sequence, 1u);
   EXPECT_EQ(skip.meta.sender, 9);
   EXPECT_EQ(skip.meta.sender_incarnation, 77u);
   EXPECT_EQ(skip.meta.recipient, 8);
   EXPECT_TRUE(skip.data.empty());
-  EXPECT_FALSE(outbox.Skip(8, 5, &skip));  // never sent
-  EXPECT_FALSE(outbox.Skip(3, 1, &skip));  // unknown recipient
+  EXPECT_FALSE(outbox.Skip(8, 5, failed, &skip));  // never sent
+  EXPECT_FALSE(outbox.Skip(3, 1, failed, &skip));  // unknown recipient
 
-  // Still tracked until ACKed: its resends are the skip, the other message is itself.
+  // Still tracked until ACKed, due a timeout after it failed: its resends are the skip,
+  // the other message's are itself.
   EXPECT_EQ(outbox.Size(), 2u);
-  std::vector<Message> due = outbox.DueForResend(kStart + milliseconds(10));
-  ASSERT_EQ(due.size(), 2u);
+  EXPECT_EQ(Sequences(outbox.DueForResend(kStart + milliseconds(10))),
+            (std::vector<uint64_t>{2}));
+  std::vector<Message> due = outbox.DueForResend(failed + milliseconds(10));
+  ASSERT_EQ(due.size(), 1u);
   EXPECT_EQ(due[0].meta.control.cmd, Control::kSkip);
   EXPECT_EQ(due[0].meta.sequence, 1u);
   EXPECT_TRUE(due[0].data.empty());
-  EXPECT_EQ(due[1].meta.control.cmd, Control::kData);
-  EXPECT_EQ(due[1].meta.head, 2);
   EXPECT_TRUE(outbox.Ack(8, 1));
   EXPECT_EQ(outbox.Size(), 1u);
+}
+
+TEST(ResendOutboxTest, DropPeerForgetsMessagesInTheirFirstSendToo) {
+  ResendOutbox outbox(milliseconds(10), milliseconds(100));
+  Message unsent = To(8);
+  outbox.TrackUnsent(&unsent);
+  Message sent = To(8);
+  outbox.Track(&sent, kStart);
+  EXPECT_EQ(outbox.DropPeer(8), 2u);
+  EXPECT_EQ(outbox.Size(), 0u);
+  outbox.Sent(8, 1, kStart);  // the blocked send returns after the peer was dropped
+  EXPECT_EQ(outbox.NextDue(), Clock::time_point::max());
 }
 
 TEST(ResendOutboxTest, DropPeerForgetsOnlyThatPeer) {

@@ -236,13 +236,19 @@ class Postoffice {
   // connects to new nodes, forgets gone ones and ends the requests waiting for them.
   void InstallMembership(MembershipView view);
   // For SchedulerRole and the job services: a message that must arrive (tracked when
-  // PS_RESEND is on), sent without blocking the control loop.
+  // PS_RESEND is on), sent without blocking the control loop. With PS_RESEND, a message
+  // that finds no room or no connection is resent later and OK is returned; one that
+  // can never leave (over PS_MAX_MESSAGE_BYTES) returns the error.
   Status SendControl(Message& msg);
   // For SchedulerRole: the job is complete and this scheduler has its table.
   void MarkJoined();
 
  private:
   friend class SchedulerRole;  // releases the scheduler's own barrier entries
+
+  // PS_RESEND: the message `seq` on `channel` to `recipient` never left; a skip of its
+  // sequence takes its place (ResendOutbox::Skip), sent now and resent until ACKed.
+  void SkipUnsent(ResendOutbox* outbox, int recipient, uint64_t seq, Channel channel);
   Postoffice();
   // Start's steps, on the first Start (start_mu_ held): reset the state of an earlier
   // run, start the control loop and the van, begin the join (the scheduler: its role;

@@ -46,6 +46,15 @@ class ResendOutbox {
   // so the sequence order on a link is the order of the Track calls.
   uint64_t Track(Message* msg, Clock::time_point now);
 
+  // As Track, but the copy is not due for resend until Sent or Skip: for a sender whose
+  // first send may block, so that no resend goes out while that send is still running
+  // (and may yet fail, which its caller is told).
+  uint64_t TrackUnsent(Message* msg);
+
+  // The first send of `seq` to `recipient` (from TrackUnsent) left: due for resend at
+  // `now` + timeout. Nothing happens if it is no longer tracked (already ACKed).
+  void Sent(int recipient, uint64_t seq, Clock::time_point now);
+
   // Forgets the message `seq` sent to `recipient`. Returns false if it was not tracked (a
   // duplicate or stale ACK), which is normal and needs no action.
   bool Ack(int recipient, uint64_t seq);
@@ -55,9 +64,10 @@ class ResendOutbox {
   // sequence arrives, so it stays tracked as a Control::kSkip: the same sender, recipient
   // and sequence, no content. The recipient's in-order delivery passes a skip and
   // delivers nothing for it. Writes the skip to *skip (the caller sends it at once; if
-  // that fails too, it goes with the resends) and returns true; returns false if the
-  // message was not tracked.
-  bool Skip(int recipient, uint64_t seq, Message* skip);
+  // that fails too, it goes with the resends, due at `now` + timeout unless it already
+  // was due earlier) and returns true; returns false if the message was not tracked.
+  // Only a message tracked by TrackUnsent and not yet Sent is sure never to have left.
+  bool Skip(int recipient, uint64_t seq, Clock::time_point now, Message* skip);
 
   // Copies of the messages whose resend time is <= `now`, at most `limit` of them (the
   // earliest due), oldest Track first (so that each link's resends go out in sequence
@@ -69,7 +79,7 @@ class ResendOutbox {
   // many. The link's numbering restarts at 1, as a restarted recipient expects.
   size_t DropPeer(int recipient);
 
-  // Messages awaiting ACK, over all recipients.
+  // Messages awaiting ACK (scheduled for resend or not), over all recipients.
   size_t Size() const;
 
   // Whether message `seq` to `recipient` still awaits its ACK.
@@ -87,7 +97,11 @@ class ResendOutbox {
     Message msg;
     DueKey due;
     Clock::duration wait;  // the wait that produced `due`
+    bool scheduled;        // `due` is in schedule_ (false: TrackUnsent, not yet Sent)
   };
+
+  uint64_t TrackLocked(Message* msg, Clock::time_point now, bool scheduled);
+  void ScheduleLocked(int recipient, uint64_t seq, Pending* p, Clock::time_point now);
   struct Link {
     uint64_t last_seq = 0;
     std::map<uint64_t, Pending> pending;  // by sequence
@@ -97,10 +111,11 @@ class ResendOutbox {
   const Clock::duration max_backoff_;
 
   mutable std::mutex mu_;
-  // Guarded by mu_. Invariant: schedule_ has exactly one entry per Pending in links_,
-  // mapping its `due` key to (recipient, seq).
+  // Guarded by mu_. Invariant: schedule_ has exactly one entry per scheduled Pending in
+  // links_, mapping its `due` key to (recipient, seq); pending_ counts every Pending.
   std::unordered_map<int, Link> links_;
   std::map<DueKey, std::pair<int, uint64_t>> schedule_;
+  size_t pending_ = 0;
   uint64_t tracked_ = 0;  // Track calls so far; the source of DueKey::second
 };
 
