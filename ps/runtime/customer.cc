@@ -252,9 +252,9 @@ void Customer::FinishRequest(int timestamp, const Status& status) {
     std::lock_guard<std::mutex> lock(mu_);
     uint64_t id = IdOfLocked(timestamp);
     if (!in_flight_.erase(id)) return;
-    // A finish nobody waits for yet (a window of requests, a callback) needs no
+    // A finish nobody waits for (a later request of a window, a callback) needs no
     // notify: waiters look at in_flight_ under this lock before they sleep.
-    wake = sleepers_ > 0;
+    wake = std::find(sleeping_for_.begin(), sleeping_for_.end(), id) != sleeping_for_.end();
     wake_receiver = std::find(van_waiters_.begin(), van_waiters_.end(), id) != van_waiters_.end();
     if (!status.ok()) {
       failures_[id] = status;
@@ -353,13 +353,13 @@ Status Customer::AwaitRequest(int timestamp, std::chrono::milliseconds timeout) 
   }
   bool finished = true;
   if (!done()) {
-    ++sleepers_;
+    sleeping_for_.push_back(id);
     if (forever) {
       finished_cv_.wait(lock, done);
     } else {
       finished = finished_cv_.wait_until(lock, deadline, done);
     }
-    --sleepers_;
+    sleeping_for_.erase(std::find(sleeping_for_.begin(), sleeping_for_.end(), id));
   }
   if (!finished) {
     return Status::Timeout("request " + std::to_string(timestamp) + " not finished after " +

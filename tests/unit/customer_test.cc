@@ -275,6 +275,23 @@ TEST(Customer, FinishingOneRequestWakesOnlyItsOwnWaiter) {
   EXPECT_TRUE(w1.get().ok());
 }
 
+TEST(Customer, TwoThreadsWaitingForTheSameRequestAreBothWoken) {
+  auto c = Unopened();
+  int other = c->NewRequest();
+  int ts = c->NewRequest();
+  std::future<Status> w1 = WaitInBackground(c, ts);
+  std::future<Status> w2 = WaitInBackground(c, ts);
+  std::future<Status> w3 = WaitInBackground(c, other);
+  c->FinishRequest(ts, Status::OK());
+  ASSERT_TRUE(Happens(w1));
+  ASSERT_TRUE(Happens(w2));
+  EXPECT_TRUE(w1.get().ok());
+  EXPECT_TRUE(w2.get().ok());
+  EXPECT_EQ(w3.wait_for(milliseconds(50)), std::future_status::timeout);
+  c->FinishRequest(other, Status::OK());
+  ASSERT_TRUE(Happens(w3));
+}
+
 TEST(Customer, ASecondFinishOfTheSameRequestIsIgnored) {
   auto c = Unopened();
   int failed = c->NewRequest();
