@@ -27,6 +27,21 @@
 #include "worker_instances.h"
 
 namespace ps {
+namespace {
+
+// PS_RESEND: the message `unsent` on `channel` never left. It is the caller's failure to
+// report, never resent; its sequence is taken, though, and the recipient would hold
+// everything after it for good: a skip of that sequence takes its place, sent now and
+// resent until ACKed.
+void SkipUnsent(Van* van, ResendOutbox* outbox, const ResendOutbox::Unsent& unsent,
+                Channel channel) {
+  Message skip;
+  if (outbox->Skip(unsent, std::chrono::steady_clock::now(), &skip)) {
+    van->Send(skip, SendMode::kNonBlocking, channel);
+  }
+}
+
+}  // namespace
 
 Postoffice::Postoffice()
     : join_(std::make_unique<JoinState>()),
@@ -109,24 +124,14 @@ Status Postoffice::Send(Message& msg, SendMode mode) {
   }
   // Not due for resend while this send runs (it may block for long): a resend must
   // not deliver a message whose caller may yet be told it failed.
-  uint64_t seq = outbox->TrackUnsent(&msg);
+  ResendOutbox::Unsent unsent = outbox->TrackUnsent(&msg);
   Status s = van_->Send(msg, mode, channel);
   if (s.ok()) {
-    outbox->Sent(msg.meta.recipient, seq, std::chrono::steady_clock::now());
+    outbox->Sent(unsent, std::chrono::steady_clock::now());
   } else {
-    SkipUnsent(outbox, msg.meta.recipient, seq, channel);
+    SkipUnsent(van_.get(), outbox, unsent, channel);
   }
   return s;
-}
-
-void Postoffice::SkipUnsent(ResendOutbox* outbox, int recipient, uint64_t seq,
-                            Channel channel) {
-  // The message is the caller's failure to report, never resent; its sequence is
-  // taken, though, and the recipient would hold everything after it for good.
-  Message skip;
-  if (outbox->Skip(recipient, seq, std::chrono::steady_clock::now(), &skip)) {
-    van_->Send(skip, SendMode::kNonBlocking, channel);
-  }
 }
 
 std::vector<SArray<char>> Postoffice::LendSendBuffers(int recipient,
@@ -160,13 +165,13 @@ Status Postoffice::SendControl(Message& msg) {
   // PS_MAX_MESSAGE_BYTES, or not encodable) fails here, and a skip takes its place.
   Status ready = PrepareSend(msg);
   if (!ready.ok()) return ready;
-  uint64_t seq = outbox->TrackUnsent(&msg);
+  ResendOutbox::Unsent unsent = outbox->TrackUnsent(&msg);
   Status s = van_->Send(msg, SendMode::kNonBlocking, channel);
   if (s.ok() || s.code() == Status::Code::kUnavailable) {
-    outbox->Sent(msg.meta.recipient, seq, std::chrono::steady_clock::now());
+    outbox->Sent(unsent, std::chrono::steady_clock::now());
     return Status::OK();
   }
-  SkipUnsent(outbox, msg.meta.recipient, seq, channel);
+  SkipUnsent(van_.get(), outbox, unsent, channel);
   return s;
 }
 

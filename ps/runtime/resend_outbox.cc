@@ -24,9 +24,13 @@ uint64_t ResendOutbox::Track(Message* msg, Clock::time_point now) {
   return TrackLocked(msg, now, /*scheduled=*/true);
 }
 
-uint64_t ResendOutbox::TrackUnsent(Message* msg) {
+ResendOutbox::Unsent ResendOutbox::TrackUnsent(Message* msg) {
   std::lock_guard<std::mutex> lock(mu_);
-  return TrackLocked(msg, Clock::time_point(), /*scheduled=*/false);
+  Unsent unsent;
+  unsent.recipient = msg->meta.recipient;
+  unsent.seq = TrackLocked(msg, Clock::time_point(), /*scheduled=*/false);
+  unsent.order = tracked_;
+  return unsent;
 }
 
 uint64_t ResendOutbox::TrackLocked(Message* msg, Clock::time_point now, bool scheduled) {
@@ -48,13 +52,21 @@ void ResendOutbox::ScheduleLocked(int recipient, uint64_t seq, Pending* p,
   schedule_.emplace(p->due, std::make_pair(recipient, seq));
 }
 
-void ResendOutbox::Sent(int recipient, uint64_t seq, Clock::time_point now) {
+ResendOutbox::Pending* ResendOutbox::FindUnsentLocked(const Unsent& unsent) {
+  auto link = links_.find(unsent.recipient);
+  if (link == links_.end()) return nullptr;
+  auto it = link->second.pending.find(unsent.seq);
+  if (it == link->second.pending.end() || it->second.scheduled ||
+      it->second.due.second != unsent.order) {
+    return nullptr;
+  }
+  return &it->second;
+}
+
+void ResendOutbox::Sent(const Unsent& unsent, Clock::time_point now) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto link = links_.find(recipient);
-  if (link == links_.end()) return;
-  auto it = link->second.pending.find(seq);
-  if (it == link->second.pending.end() || it->second.scheduled) return;
-  ScheduleLocked(recipient, seq, &it->second, now);
+  Pending* p = FindUnsentLocked(unsent);
+  if (p) ScheduleLocked(unsent.recipient, unsent.seq, p, now);
 }
 
 bool ResendOutbox::Ack(int recipient, uint64_t seq) {
@@ -69,21 +81,19 @@ bool ResendOutbox::Ack(int recipient, uint64_t seq) {
   return true;
 }
 
-bool ResendOutbox::Skip(int recipient, uint64_t seq, Clock::time_point now, Message* skip) {
+bool ResendOutbox::Skip(const Unsent& unsent, Clock::time_point now, Message* skip) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto link = links_.find(recipient);
-  if (link == links_.end()) return false;
-  auto it = link->second.pending.find(seq);
-  if (it == link->second.pending.end()) return false;
-  if (!it->second.scheduled) ScheduleLocked(recipient, seq, &it->second, now);
-  const Meta& sent = it->second.msg.meta;
+  Pending* p = FindUnsentLocked(unsent);
+  if (!p) return false;
+  ScheduleLocked(unsent.recipient, unsent.seq, p, now);
+  const Meta& sent = p->msg.meta;
   Message placeholder;
   placeholder.meta.control.cmd = Control::kSkip;
   placeholder.meta.sender = sent.sender;
   placeholder.meta.sender_incarnation = sent.sender_incarnation;
   placeholder.meta.recipient = sent.recipient;
   placeholder.meta.sequence = sent.sequence;
-  it->second.msg = placeholder;
+  p->msg = placeholder;
   *skip = std::move(placeholder);
   return true;
 }

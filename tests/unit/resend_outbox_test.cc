@@ -93,7 +93,9 @@ TEST(ResendOutboxTest, ResendBacksOffUpToTheCap) {
 TEST(ResendOutboxTest, AMessageInItsFirstSendIsNotDueUntilItLeft) {
   ResendOutbox outbox(milliseconds(10), milliseconds(100));
   Message m = To(8);
-  EXPECT_EQ(outbox.TrackUnsent(&m), 1u);
+  ResendOutbox::Unsent unsent = outbox.TrackUnsent(&m);
+  EXPECT_EQ(unsent.seq, 1u);
+  EXPECT_EQ(unsent.recipient, 8);
   EXPECT_EQ(m.meta.sequence, 1u);
   EXPECT_EQ(outbox.Size(), 1u);
   EXPECT_TRUE(outbox.Tracked(8, 1));
@@ -102,18 +104,18 @@ TEST(ResendOutboxTest, AMessageInItsFirstSendIsNotDueUntilItLeft) {
   EXPECT_EQ(outbox.NextDue(), Clock::time_point::max());
 
   const auto left = kStart + milliseconds(500);
-  outbox.Sent(8, 1, left);
+  outbox.Sent(unsent, left);
   EXPECT_EQ(outbox.NextDue(), left + milliseconds(10));
   EXPECT_EQ(Sequences(outbox.DueForResend(left + milliseconds(10))),
             (std::vector<uint64_t>{1}));
-  outbox.Sent(8, 1, left + std::chrono::hours(1));  // once scheduled, Sent changes nothing
+  outbox.Sent(unsent, left + std::chrono::hours(1));  // once scheduled, Sent changes nothing
   EXPECT_EQ(outbox.NextDue(), left + milliseconds(30));
 
   // ACKed before its sender saw the send return: Sent finds nothing to schedule.
   Message fast = To(8);
-  outbox.TrackUnsent(&fast);
+  ResendOutbox::Unsent fast_unsent = outbox.TrackUnsent(&fast);
   EXPECT_TRUE(outbox.Ack(8, 2));
-  outbox.Sent(8, 2, left);
+  outbox.Sent(fast_unsent, left);
   EXPECT_EQ(outbox.Size(), 1u);
   EXPECT_TRUE(outbox.Ack(8, 1));
   EXPECT_EQ(outbox.Size(), 0u);
@@ -124,21 +126,24 @@ TEST(ResendOutboxTest, AMessageThatNeverLeftGoesAgainAsASkipOfItsSequence) {
   ResendOutbox outbox(milliseconds(10), milliseconds(100));
   Message first = To(8, /*head=*/1);
   first.meta.sender_incarnation = 77;
-  outbox.TrackUnsent(&first);
+  ResendOutbox::Unsent unsent = outbox.TrackUnsent(&first);
   Message second = To(8, /*head=*/2);
   outbox.Track(&second, kStart);
 
   Message skip;
   const auto failed = kStart + milliseconds(5);
-  ASSERT_TRUE(outbox.Skip(8, 1, failed, &skip));
+  ASSERT_TRUE(outbox.Skip(unsent, failed, &skip));
   EXPECT_EQ(skip.meta.control.cmd, Control::kSkip);
   EXPECT_EQ(skip.meta.sequence, 1u);
   EXPECT_EQ(skip.meta.sender, 9);
   EXPECT_EQ(skip.meta.sender_incarnation, 77u);
   EXPECT_EQ(skip.meta.recipient, 8);
   EXPECT_TRUE(skip.data.empty());
-  EXPECT_FALSE(outbox.Skip(8, 5, failed, &skip));  // never sent
-  EXPECT_FALSE(outbox.Skip(3, 1, failed, &skip));  // unknown recipient
+  EXPECT_FALSE(outbox.Skip(unsent, failed, &skip));  // a skip already
+  ResendOutbox::Unsent never{8, 5, 99};
+  EXPECT_FALSE(outbox.Skip(never, failed, &skip));  // never tracked
+  ResendOutbox::Unsent stranger{3, 1, unsent.order};
+  EXPECT_FALSE(outbox.Skip(stranger, failed, &skip));  // unknown recipient
 
   // Still tracked until ACKed, due a timeout after it failed: its resends are the skip,
   // the other message's are itself.
@@ -154,16 +159,29 @@ TEST(ResendOutboxTest, AMessageThatNeverLeftGoesAgainAsASkipOfItsSequence) {
   EXPECT_EQ(outbox.Size(), 1u);
 }
 
-TEST(ResendOutboxTest, DropPeerForgetsMessagesInTheirFirstSendToo) {
+TEST(ResendOutboxTest, DropPeerForgetsMessagesInTheirFirstSendAndTheirOutcomeComesToNothing) {
   ResendOutbox outbox(milliseconds(10), milliseconds(100));
-  Message unsent = To(8);
-  outbox.TrackUnsent(&unsent);
+  Message blocked = To(8);
+  ResendOutbox::Unsent unsent = outbox.TrackUnsent(&blocked);
   Message sent = To(8);
   outbox.Track(&sent, kStart);
   EXPECT_EQ(outbox.DropPeer(8), 2u);
   EXPECT_EQ(outbox.Size(), 0u);
-  outbox.Sent(8, 1, kStart);  // the blocked send returns after the peer was dropped
+
+  // The peer restarted and its new link took sequence 1 again, in a first send of its
+  // own, before the blocked send returned: the old send's outcome touches nothing new.
+  Message fresh = To(8, /*head=*/5);
+  ResendOutbox::Unsent fresh_unsent = outbox.TrackUnsent(&fresh);
+  ASSERT_EQ(fresh_unsent.seq, unsent.seq);
+  Message skip;
+  EXPECT_FALSE(outbox.Skip(unsent, kStart, &skip));
+  outbox.Sent(unsent, kStart);
   EXPECT_EQ(outbox.NextDue(), Clock::time_point::max());
+  outbox.Sent(fresh_unsent, kStart);
+  std::vector<Message> due = outbox.DueForResend(kStart + milliseconds(10));
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].meta.control.cmd, Control::kData);
+  EXPECT_EQ(due[0].meta.head, 5);
 }
 
 TEST(ResendOutboxTest, DropPeerForgetsOnlyThatPeer) {

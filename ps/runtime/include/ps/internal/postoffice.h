@@ -245,10 +245,6 @@ class Postoffice {
 
  private:
   friend class SchedulerRole;  // releases the scheduler's own barrier entries
-
-  // PS_RESEND: the message `seq` on `channel` to `recipient` never left; a skip of its
-  // sequence takes its place (ResendOutbox::Skip), sent now and resent until ACKed.
-  void SkipUnsent(ResendOutbox* outbox, int recipient, uint64_t seq, Channel channel);
   Postoffice();
   // Start's steps, on the first Start (start_mu_ held): reset the state of an earlier
   // run, start the control loop and the van, begin the join (the scheduler: its role;

@@ -46,28 +46,35 @@ class ResendOutbox {
   // so the sequence order on a link is the order of the Track calls.
   uint64_t Track(Message* msg, Clock::time_point now);
 
+  // A message tracked by TrackUnsent. `order` tells it from a later message with the
+  // same recipient and sequence (the recipient died and its link restarted at 1).
+  struct Unsent {
+    int recipient = 0;
+    uint64_t seq = 0;
+    uint64_t order = 0;
+  };
+
   // As Track, but the copy is not due for resend until Sent or Skip: for a sender whose
   // first send may block, so that no resend goes out while that send is still running
   // (and may yet fail, which its caller is told).
-  uint64_t TrackUnsent(Message* msg);
+  Unsent TrackUnsent(Message* msg);
 
-  // The first send of `seq` to `recipient` (from TrackUnsent) left: due for resend at
-  // `now` + timeout. Nothing happens if it is no longer tracked (already ACKed).
-  void Sent(int recipient, uint64_t seq, Clock::time_point now);
+  // The first send of `unsent` left: due for resend at `now` + timeout. Nothing happens
+  // if it is no longer tracked (already ACKed, or its recipient dropped).
+  void Sent(const Unsent& unsent, Clock::time_point now);
 
   // Forgets the message `seq` sent to `recipient`. Returns false if it was not tracked (a
   // duplicate or stale ACK), which is normal and needs no action.
   bool Ack(int recipient, uint64_t seq);
 
-  // The message `seq` to `recipient` never left (its send failed and its caller got the
+  // The message `unsent` never left (its first send failed and its caller got the
   // error). Its sequence is taken, and the recipient delivers nothing after it until that
   // sequence arrives, so it stays tracked as a Control::kSkip: the same sender, recipient
   // and sequence, no content. The recipient's in-order delivery passes a skip and
   // delivers nothing for it. Writes the skip to *skip (the caller sends it at once; if
-  // that fails too, it goes with the resends, due at `now` + timeout unless it already
-  // was due earlier) and returns true; returns false if the message was not tracked.
-  // Only a message tracked by TrackUnsent and not yet Sent is sure never to have left.
-  bool Skip(int recipient, uint64_t seq, Clock::time_point now, Message* skip);
+  // that fails too, it goes with the resends, due at `now` + timeout) and returns true;
+  // returns false if the message is no longer tracked (its recipient dropped).
+  bool Skip(const Unsent& unsent, Clock::time_point now, Message* skip);
 
   // Copies of the messages whose resend time is <= `now`, at most `limit` of them (the
   // earliest due), oldest Track first (so that each link's resends go out in sequence
@@ -102,6 +109,8 @@ class ResendOutbox {
 
   uint64_t TrackLocked(Message* msg, Clock::time_point now, bool scheduled);
   void ScheduleLocked(int recipient, uint64_t seq, Pending* p, Clock::time_point now);
+  // The entry of `unsent` in its first send, or null.
+  Pending* FindUnsentLocked(const Unsent& unsent);
   struct Link {
     uint64_t last_seq = 0;
     std::map<uint64_t, Pending> pending;  // by sequence
