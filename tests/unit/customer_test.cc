@@ -282,6 +282,9 @@ TEST(Customer, TwoThreadsWaitingForTheSameRequestAreBothWoken) {
   std::future<Status> w1 = WaitInBackground(c, ts);
   std::future<Status> w2 = WaitInBackground(c, ts);
   std::future<Status> w3 = WaitInBackground(c, other);
+  // Asleep by now, most likely: the finish must wake them, not find them before sleeping.
+  EXPECT_EQ(w1.wait_for(milliseconds(50)), std::future_status::timeout);
+  EXPECT_EQ(w2.wait_for(milliseconds(50)), std::future_status::timeout);
   c->FinishRequest(ts, Status::OK());
   ASSERT_TRUE(Happens(w1));
   ASSERT_TRUE(Happens(w2));
@@ -290,6 +293,19 @@ TEST(Customer, TwoThreadsWaitingForTheSameRequestAreBothWoken) {
   EXPECT_EQ(w3.wait_for(milliseconds(50)), std::future_status::timeout);
   c->FinishRequest(other, Status::OK());
   ASSERT_TRUE(Happens(w3));
+}
+
+TEST(Customer, AWaiterThatGaveUpLeavesAnotherOnTheSameRequestToBeWoken) {
+  auto c = Unopened();
+  int ts = c->NewRequest();
+  std::future<Status> forever = WaitInBackground(c, ts);
+  std::future<Status> timed = WaitInBackground(c, ts, milliseconds(30));
+  ASSERT_TRUE(Happens(timed));
+  EXPECT_EQ(timed.get().code(), Status::Code::kTimeout);
+  EXPECT_EQ(forever.wait_for(milliseconds(50)), std::future_status::timeout);
+  c->FinishRequest(ts, Status::OK());
+  ASSERT_TRUE(Happens(forever));
+  EXPECT_TRUE(forever.get().ok());
 }
 
 TEST(Customer, ASecondFinishOfTheSameRequestIsIgnored) {

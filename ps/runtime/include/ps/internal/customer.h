@@ -181,9 +181,10 @@ class Customer {
   std::mutex mu_;  // guards everything below
   std::condition_variable finished_cv_;
   // The requests that threads blocked on finished_cv_ wait for, one entry per thread:
-  // only the finish of one of these needs a notify. Waking a waiter at every finish made
-  // a window of 64 requests answered by two servers out of order wake the waiting thread
-  // up to 64 times, for one request each. A handful of entries at most, so a vector.
+  // only the finish of one of these needs a notify (which wakes every sleeper; each
+  // checks its own request). Notifying at every finish made a window of 64 requests
+  // answered by two servers out of order wake the waiting thread up to 64 times, for one
+  // request each. A handful of entries at most, so a vector.
   std::vector<uint64_t> sleeping_for_;
   // The requests that threads of this customer wait for in the van
   // (Van::ReceiveWhileWaiting): their finish must wake those threads through the van.
