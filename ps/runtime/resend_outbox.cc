@@ -19,30 +19,18 @@ ResendOutbox::ResendOutbox(std::chrono::milliseconds timeout, std::chrono::milli
     : timeout_(std::max(timeout, std::chrono::milliseconds(1))),
       max_backoff_(std::max<Clock::duration>(max_backoff, timeout_)) {}
 
-uint64_t ResendOutbox::Track(Message* msg, Clock::time_point now) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return TrackLocked(msg, now, /*scheduled=*/true);
-}
-
 ResendOutbox::Unsent ResendOutbox::TrackUnsent(Message* msg) {
   std::lock_guard<std::mutex> lock(mu_);
   Unsent unsent;
   unsent.recipient = msg->meta.recipient;
-  unsent.seq = TrackLocked(msg, Clock::time_point(), /*scheduled=*/false);
-  unsent.order = tracked_;
-  return unsent;
-}
-
-uint64_t ResendOutbox::TrackLocked(Message* msg, Clock::time_point now, bool scheduled) {
-  int recipient = msg->meta.recipient;
-  Link& link = links_[recipient];
-  uint64_t seq = ++link.last_seq;
-  msg->meta.sequence = seq;
-  DueKey due(scheduled ? DueAfter(now, timeout_) : Clock::time_point::max(), ++tracked_);
-  link.pending.emplace(seq, Pending{*msg, due, timeout_, scheduled});
+  Link& link = links_[unsent.recipient];
+  unsent.seq = ++link.last_seq;
+  unsent.order = ++tracked_;
+  msg->meta.sequence = unsent.seq;
+  DueKey unscheduled(Clock::time_point::max(), unsent.order);
+  link.pending.emplace(unsent.seq, Pending{*msg, unscheduled, timeout_, /*scheduled=*/false});
   ++pending_;
-  if (scheduled) schedule_.emplace(due, std::make_pair(recipient, seq));
-  return seq;
+  return unsent;
 }
 
 void ResendOutbox::ScheduleLocked(int recipient, uint64_t seq, Pending* p,
@@ -107,7 +95,7 @@ std::vector<Message> ResendOutbox::DueForResend(Clock::time_point now, size_t li
   }
   schedule_.erase(schedule_.begin(), end);
 
-  std::vector<std::pair<uint64_t, Pending*>> by_order;  // (Track order, entry)
+  std::vector<std::pair<uint64_t, Pending*>> by_order;  // (TrackUnsent order, entry)
   by_order.reserve(due.size());
   for (const auto& [recipient, seq] : due) {
     Pending& p = links_.at(recipient).pending.at(seq);

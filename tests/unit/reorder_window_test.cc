@@ -197,7 +197,7 @@ TEST(InboundSequencerTest, MemoryStaysUnderTheBoundOver100000MessagesWithRandomD
     // The sender runs up to twice the window ahead, so some messages get refused.
     for (int i = 0; i < 2 && sent < kMessages && outbox.Size() < 2 * kWindow; ++i) {
       Message m = Numbered(++sent);
-      outbox.Track(&m, now);
+      outbox.Sent(outbox.TrackUnsent(&m), now);
       put(&to_receiver, m);
     }
     for (const Message& m : outbox.DueForResend(now)) put(&to_receiver, m);

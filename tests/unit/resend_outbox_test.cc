@@ -26,6 +26,14 @@ Message To(int recipient, int head = 0) {
   return m;
 }
 
+// Tracks `m` and marks its first send done at `now`, as Postoffice::Send does for a send
+// that succeeded: due for resend at `now` + timeout. Returns its sequence.
+uint64_t TrackAndSend(ResendOutbox* outbox, Message* m, Clock::time_point now) {
+  ResendOutbox::Unsent unsent = outbox->TrackUnsent(m);
+  outbox->Sent(unsent, now);
+  return unsent.seq;
+}
+
 std::vector<uint64_t> Sequences(const std::vector<Message>& msgs) {
   std::vector<uint64_t> seqs;
   for (const auto& m : msgs) seqs.push_back(m.meta.sequence);
@@ -38,7 +46,7 @@ TEST(ResendOutboxTest, SequencesAreConsecutivePerRecipient) {
   std::vector<uint64_t> expected{1, 2, 1, 3, 2, 1};
   for (size_t i = 0; i < recipients.size(); ++i) {
     Message m = To(recipients[i]);
-    EXPECT_EQ(outbox.Track(&m, kStart), expected[i]);
+    EXPECT_EQ(TrackAndSend(&outbox, &m, kStart), expected[i]);
     EXPECT_EQ(m.meta.sequence, expected[i]);
   }
   EXPECT_EQ(outbox.Size(), recipients.size());
@@ -48,7 +56,7 @@ TEST(ResendOutboxTest, AckedMessagesAreNotResent) {
   ResendOutbox outbox(milliseconds(10), milliseconds(100));
   for (int i = 0; i < 3; ++i) {
     Message m = To(8, /*head=*/i);
-    outbox.Track(&m, kStart);
+    TrackAndSend(&outbox, &m, kStart);
   }
   EXPECT_TRUE(outbox.Ack(8, 2));
   EXPECT_FALSE(outbox.Ack(8, 2));  // a duplicate ACK
@@ -75,7 +83,7 @@ TEST(ResendOutboxTest, ResendBacksOffUpToTheCap) {
   ResendOutbox outbox(milliseconds(10), milliseconds(40));
   EXPECT_EQ(outbox.NextDue(), Clock::time_point::max());
   Message m = To(8);
-  outbox.Track(&m, kStart);
+  TrackAndSend(&outbox, &m, kStart);
   // Each resend waits twice as long as the one before: 10, 20, 40, then 40 (the cap).
   Clock::time_point t = kStart;
   for (int wait_ms : {10, 20, 40, 40, 40}) {
@@ -128,7 +136,7 @@ TEST(ResendOutboxTest, AMessageThatNeverLeftGoesAgainAsASkipOfItsSequence) {
   first.meta.sender_incarnation = 77;
   ResendOutbox::Unsent unsent = outbox.TrackUnsent(&first);
   Message second = To(8, /*head=*/2);
-  outbox.Track(&second, kStart);
+  TrackAndSend(&outbox, &second, kStart);
 
   Message skip;
   const auto failed = kStart + milliseconds(5);
@@ -164,7 +172,7 @@ TEST(ResendOutboxTest, DropPeerForgetsMessagesInTheirFirstSendAndTheirOutcomeCom
   Message blocked = To(8);
   ResendOutbox::Unsent unsent = outbox.TrackUnsent(&blocked);
   Message sent = To(8);
-  outbox.Track(&sent, kStart);
+  TrackAndSend(&outbox, &sent, kStart);
   EXPECT_EQ(outbox.DropPeer(8), 2u);
   EXPECT_EQ(outbox.Size(), 0u);
 
@@ -188,7 +196,7 @@ TEST(ResendOutboxTest, DropPeerForgetsOnlyThatPeer) {
   ResendOutbox outbox(milliseconds(10), milliseconds(100));
   for (int recipient : {8, 5, 8}) {
     Message m = To(recipient);
-    outbox.Track(&m, kStart);
+    TrackAndSend(&outbox, &m, kStart);
   }
   EXPECT_EQ(outbox.DropPeer(8), 2u);
   EXPECT_EQ(outbox.DropPeer(8), 0u);
@@ -200,16 +208,16 @@ TEST(ResendOutboxTest, DropPeerForgetsOnlyThatPeer) {
 
   // A restarted peer 8 expects its new link to start at 1.
   Message again = To(8);
-  EXPECT_EQ(outbox.Track(&again, kStart), 1u);
+  EXPECT_EQ(TrackAndSend(&outbox, &again, kStart), 1u);
   Message next5 = To(5);
-  EXPECT_EQ(outbox.Track(&next5, kStart), 2u);
+  EXPECT_EQ(TrackAndSend(&outbox, &next5, kStart), 2u);
 }
 
 TEST(ResendOutboxTest, ALimitedResendTakesTheEarliestDueAndLeavesTheRestDue) {
   ResendOutbox outbox(milliseconds(10), milliseconds(100));
   for (int i = 0; i < 5; ++i) {
     Message m = To(8);
-    outbox.Track(&m, kStart + milliseconds(i));
+    TrackAndSend(&outbox, &m, kStart + milliseconds(i));
   }
   const auto now = kStart + milliseconds(20);
   std::vector<Message> first = outbox.DueForResend(now, 2);
@@ -237,7 +245,7 @@ TEST(ResendOutboxTest, ConcurrentTrackKeepsSequencesUnique) {
       for (int i = 0; i < kPerThread; ++i) {
         int recipient = (t + i) % kRecipients;
         Message m = To(recipient);
-        seen[t][recipient].push_back(outbox.Track(&m, kStart));
+        seen[t][recipient].push_back(TrackAndSend(&outbox, &m, kStart));
       }
     });
   }

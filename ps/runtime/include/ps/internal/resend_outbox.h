@@ -40,12 +40,6 @@ class ResendOutbox {
   ResendOutbox(const ResendOutbox&) = delete;
   ResendOutbox& operator=(const ResendOutbox&) = delete;
 
-  // Assigns the next sequence on the link to msg->meta.recipient (1 for the first), writes
-  // it into msg->meta.sequence and keeps a copy, due for resend at `now` + timeout, until
-  // Ack or DropPeer. Returns the sequence. Numbering and copying happen under one lock,
-  // so the sequence order on a link is the order of the Track calls.
-  uint64_t Track(Message* msg, Clock::time_point now);
-
   // A message tracked by TrackUnsent. `order` tells it from a later message with the
   // same recipient and sequence (the recipient died and its link restarted at 1).
   struct Unsent {
@@ -54,9 +48,12 @@ class ResendOutbox {
     uint64_t order = 0;
   };
 
-  // As Track, but the copy is not due for resend until Sent or Skip: for a sender whose
-  // first send may block, so that no resend goes out while that send is still running
-  // (and may yet fail, which its caller is told).
+  // Assigns the next sequence on the link to msg->meta.recipient (1 for the first), writes
+  // it into msg->meta.sequence and keeps a copy until Ack or DropPeer. Numbering and
+  // copying happen under one lock, so the sequence order on a link is the order of the
+  // TrackUnsent calls. The copy is not due for resend until Sent or Skip: a first send
+  // may block, and no resend may go out while it runs (it may yet fail, which its
+  // caller is told).
   Unsent TrackUnsent(Message* msg);
 
   // The first send of `unsent` left: due for resend at `now` + timeout. Nothing happens
@@ -77,7 +74,7 @@ class ResendOutbox {
   bool Skip(const Unsent& unsent, Clock::time_point now, Message* skip);
 
   // Copies of the messages whose resend time is <= `now`, at most `limit` of them (the
-  // earliest due), oldest Track first (so that each link's resends go out in sequence
+  // earliest due), oldest TrackUnsent first (so that each link's resends go out in sequence
   // order). Each one's wait is doubled, up to the cap, and its next resend time becomes
   // `now` + that wait; the others stay due for the next call.
   std::vector<Message> DueForResend(Clock::time_point now, size_t limit = SIZE_MAX);
@@ -96,7 +93,7 @@ class ResendOutbox {
   Clock::time_point NextDue() const;
 
  private:
-  // When a message is resent next, then its Track count, which breaks ties, makes keys
+  // When a message is resent next, then its TrackUnsent count, which breaks ties, makes keys
   // unique and is the "oldest first" order.
   using DueKey = std::pair<Clock::time_point, uint64_t>;
 
@@ -107,7 +104,6 @@ class ResendOutbox {
     bool scheduled;        // `due` is in schedule_ (false: TrackUnsent, not yet Sent)
   };
 
-  uint64_t TrackLocked(Message* msg, Clock::time_point now, bool scheduled);
   void ScheduleLocked(int recipient, uint64_t seq, Pending* p, Clock::time_point now);
   // The entry of `unsent` in its first send, or null.
   Pending* FindUnsentLocked(const Unsent& unsent);
@@ -125,7 +121,7 @@ class ResendOutbox {
   std::unordered_map<int, Link> links_;
   std::map<DueKey, std::pair<int, uint64_t>> schedule_;
   size_t pending_ = 0;
-  uint64_t tracked_ = 0;  // Track calls so far; the source of DueKey::second
+  uint64_t tracked_ = 0;  // TrackUnsent calls so far; the source of DueKey::second
 };
 
 }  // namespace ps
