@@ -111,6 +111,7 @@ Status ZmqVan::Start(const VanOptions& options, Handler handler) {
     local_hosts_.insert("localhost");
   }
   shm_on_ = options_.zmq.shm;
+  coalesce_on_ = options_.zmq.coalesce;
   context_ = zmq_ctx_new();
   if (!context_) return Status::Internal("zmq_ctx_new failed: " + ZmqError());
   zmq_ctx_set(context_, ZMQ_MAX_SOCKETS, 65536);
@@ -214,6 +215,9 @@ void ZmqVan::Stop() {
     r.thread.join();
   }
   ReleaseWaiters();
+  // What app threads coalesced last goes out with the linger; a peer with no room left
+  // in its queue does not hold Stop up.
+  FlushCoalesced(SendMode::kNonBlocking);
   // The ROUTERs' monitors go first (their sockets are this thread's now), so that no
   // event is on its way to the guard when it closes.
   for (Receiver& r : receivers_) zmq_socket_monitor(r.socket, nullptr, 0);
@@ -267,6 +271,9 @@ VanStats ZmqVan::stats() const {
   s.shm_accepted_rings = shm_accepted_rings_.load();
   s.shm_refused_rings = shm_refused_rings_.load();
   s.received_in_wait = received_in_wait_.load();
+  s.coalesced_messages = coalesced_messages_.load();
+  s.sent_batches = sent_batches_.load();
+  s.received_batches = received_batches_.load();
   s.refused_connections = guard_.refused_connections();
   if (gate_) {
     s.refused_handshakes = gate_->refused_handshakes();

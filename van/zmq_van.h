@@ -15,7 +15,10 @@
 #ifndef HERDPS_VAN_ZMQ_VAN_H_
 #define HERDPS_VAN_ZMQ_VAN_H_
 
+#include <zmq.h>
+
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -30,6 +33,7 @@
 #include "curve_gate.h"
 #include "ps/internal/log_limiter.h"
 #include "ps/internal/van.h"
+#include "send_batch.h"
 #include "shm_link.h"
 #include "shm_receiver.h"
 
@@ -68,11 +72,27 @@ class ZmqVan : public Van {
   uint64_t ReceiveWhileWaiting(const std::function<bool()>& done,
                                std::chrono::steady_clock::time_point deadline) override;
   void WakeReceivingWaiter() override;
+  // Sends every batch waiting in a link (blocking while a socket has no room, up to the
+  // send timeout).
+  void FlushCoalesced(SendMode mode = SendMode::kBlocking) override;
   bool RunOnReceiver(Channel channel, std::function<void()> task) override;
 
  private:
   // How long Stop waits for queued outgoing messages to leave.
   static constexpr int kLingerMs = 2000;
+  // Frames smaller than this are copied into ZeroMQ's own buffer: for them a copy is
+  // cheaper than the allocation that keeps a zero-copy reference alive. Messages whose
+  // data frames are smaller than this in all may be coalesced (copied into a batch).
+  static constexpr size_t kZeroCopyThreshold = 4096;
+  // A batch grows to this at most (a message that would make it larger sends it first):
+  // a burst of small messages needs no more to cost one system call for many, and the
+  // receiver gets the first of them sooner.
+  static constexpr size_t kBatchFlushBytes = 64 << 10;
+  // How long a send may wait for room in a peer's queue, and how long it sleeps between
+  // attempts (without holding the link, and checking whether the peer is being
+  // disconnected).
+  static constexpr int kSendTimeoutMs = 60000;
+  static constexpr int kSendRetryMicros = 500;
   // Data frames this large go through shared memory when the peer is on this host.
   // Below it the socket costs about as much as the ring's bookkeeping and message
   // round trip (measured with apps/bench --workload shm).
@@ -105,6 +125,10 @@ class ZmqVan : public Van {
     // `socket` is replaced: a ring belongs to one connection.
     bool shm_possible = false;
     std::shared_ptr<ShmLink> shm;
+    // Small messages the data receive thread sent while it had more input to handle,
+    // not yet on the socket (zmq_van_batch.cc). Any other send on the link puts them on
+    // the socket first, so the link keeps its order.
+    SendBatch batch;
   };
   struct Peer {
     Link links[2];  // by Channel
@@ -137,6 +161,27 @@ class ZmqVan : public Van {
   // it on.
   enum class Wait { kBlock, kNoWait };
   Received ReceiveOne(Channel channel, Wait wait = Wait::kBlock);
+  // For ReceiveOne: a message, decoded, handed to the handler and counted (`bytes`:
+  // its meta and data frames).
+  void Deliver(Message&& msg, Channel channel, uint64_t bytes);
+
+  // Coalescing (zmq_van_batch.cc). Whether a data message sent by this thread now may
+  // wait in its link's batch: on the data receive thread, and on a thread inside a
+  // CoalesceHint (see van.h for who flushes).
+  bool CoalescesOnThisThread() const;
+  // The largest a batch gets: kBatchFlushBytes, or less to stay within what receivers
+  // accept (PS_MAX_MESSAGE_BYTES).
+  uint64_t BatchLimit() const;
+  // Adds `msg` (its encoded `meta`; SendBatch::MaxAddedBytes within BatchLimit) to the
+  // link's batch. A batch it would make larger than BatchLimit goes first, waiting for
+  // room in the peer's queue as Send does in `mode`.
+  Status Coalesce(const std::shared_ptr<Peer>& peer, const Message& msg, const std::string& meta,
+                  SendMode mode);
+  // Puts the link's batch on its socket. Under link->mu. 0, or the errno of a failed
+  // send: EAGAIN leaves the batch for the next try; any other error loses it (logged).
+  int SendBatchLocked(Link* link);
+  // A batch of messages (frames: identity, batch) from ReceiveOne.
+  Received ReceiveBatch(Channel channel, std::vector<zmq_msg_t*>* frames);
 
   // Who holds the data ROUTER (zmq_van_wait.cc).
   enum class DataReceiver {
@@ -243,6 +288,13 @@ class ZmqVan : public Van {
   std::unordered_map<int, std::shared_ptr<Peer>> peers_;
 
   LogLimiter drop_log_;
+  // Coalescing: whether it is on (VanOptions::ZeroMq::coalesce), and the peers whose
+  // data link may hold a batch (pending_any_: the list is not empty).
+  bool coalesce_on_ = false;
+  std::mutex pending_mu_;
+  std::vector<std::shared_ptr<Peer>> pending_peers_;
+  std::atomic<bool> pending_any_{false};
+  std::atomic<uint64_t> coalesced_messages_{0}, sent_batches_{0}, received_batches_{0};
   std::atomic<uint64_t> sent_messages_{0}, sent_bytes_{0}, received_messages_{0},
       received_bytes_{0}, dropped_messages_{0}, received_copied_bytes_{0},
       push_request_bytes_{0}, push_requests_{0};

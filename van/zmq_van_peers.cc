@@ -16,16 +16,6 @@
 namespace ps {
 namespace {
 
-// Frames smaller than this are copied into ZeroMQ's own buffer: for them a copy is
-// cheaper than the allocation that keeps a zero-copy reference alive.
-constexpr size_t kZeroCopyThreshold = 4096;
-
-// How long a send may wait for room in a peer's queue, and how long it sleeps between
-// attempts (without holding the link, and checking whether the peer is being
-// disconnected).
-constexpr int kSendTimeoutMs = 60000;
-constexpr int kSendRetryMicros = 500;
-
 void ReleaseFrame(void* /*data*/, void* hint) { delete static_cast<SArray<char>*>(hint); }
 
 }  // namespace
@@ -130,8 +120,10 @@ Status ZmqVan::ConnectLinks(int node_id, const std::string& endpoint,
       link.socket = socket;
       link.endpoint = *wanted[c];
       link.with_identity = with_identity;
-      // A new connection, a new ring (offered with its first large frame).
+      // A new connection, a new ring (offered with its first large frame). What the
+      // receive thread batched for a process that is gone goes with its queue.
       link.shm.reset();
+      if (fresh) link.batch.Take();
       link.shm_possible = c == static_cast<int>(Channel::kData) && options_.zmq.shm &&
                           socket && OnThisHost(link.endpoint);
     }
@@ -193,6 +185,10 @@ Status ZmqVan::Send(const Message& msg, SendMode mode, Channel channel) {
             total + kShmOfferBytes <= static_cast<uint64_t>(options_.max_message_bytes), &shm);
     if (!shm.empty() && !(s = EncodeMeta(msg, shm.fields(), &meta)).ok()) return s;
   }
+  if (shm.empty() && channel == Channel::kData && msg.DataBytes() < kZeroCopyThreshold &&
+      CoalescesOnThisThread() && SendBatch::MaxAddedBytes(meta, msg.data) <= BatchLimit()) {
+    return Coalesce(peer, msg, meta, mode);
+  }
 
   // The link's mutex is only ever held for one attempt: a sender that finds no room
   // lets go of it while it waits, so that others' sends to this peer (the control
@@ -221,10 +217,14 @@ Status ZmqVan::Send(const Message& msg, SendMode mode, Channel channel) {
       zmq_msg_init_size(&part, meta.size());
       std::memcpy(zmq_msg_data(&part), meta.data(), meta.size());
     }
-    // Room is checked on the first frame only: once it is queued, ZeroMQ takes the
-    // rest of the message.
-    if (zmq_msg_send(&part, link.socket, ZMQ_DONTWAIT | (frames ? ZMQ_SNDMORE : 0)) >= 0) break;
-    int err = zmq_errno();
+    // What the receive thread batched for this link goes first, so the link keeps its
+    // order. Room is checked on the first frame only: once it is queued, ZeroMQ takes
+    // the rest of the message.
+    int err = link.batch.empty() ? 0 : SendBatchLocked(&link);
+    if (err != EAGAIN) {
+      if (zmq_msg_send(&part, link.socket, ZMQ_DONTWAIT | (frames ? ZMQ_SNDMORE : 0)) >= 0) break;
+      err = zmq_errno();
+    }
     lock.unlock();
     if (err == EINTR) continue;
     bool in_time = std::chrono::steady_clock::now() - began <

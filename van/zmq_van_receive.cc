@@ -3,13 +3,17 @@
 #include <glog/logging.h>
 #include <zmq.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <vector>
 
 #include "meta_codec.h"
+#include "send_batch.h"
 #include "zmq_van.h"
 
 namespace ps {
@@ -38,7 +42,41 @@ SArray<char> AdoptFrame(zmq_msg_t* msg, std::atomic<uint64_t>* copied_bytes) {
   });
 }
 
+// The wake-ups handlers owe for the batch this thread is handing on (ReceiveBatch).
+struct BatchWakes {
+  std::vector<std::shared_ptr<std::condition_variable>> owed;
+  bool more_follow = false;  // the message being handed on is not the batch's last
+};
+thread_local BatchWakes* t_batch_wakes = nullptr;
+
+// For ReceiveBatch: makes this thread's handlers defer their wake-ups while it hands on
+// a batch, and notifies them when it is done (also when a handler throws).
+class WakesAtBatchEnd {
+ public:
+  WakesAtBatchEnd() : outer_(t_batch_wakes) { t_batch_wakes = &wakes_; }
+  ~WakesAtBatchEnd() {
+    t_batch_wakes = outer_;
+    for (const auto& cv : wakes_.owed) cv->notify_all();
+  }
+  WakesAtBatchEnd(const WakesAtBatchEnd&) = delete;
+  WakesAtBatchEnd& operator=(const WakesAtBatchEnd&) = delete;
+  void set_more_follow(bool more) { wakes_.more_follow = more; }
+
+ private:
+  BatchWakes wakes_;
+  BatchWakes* outer_;
+};
+
 }  // namespace
+
+bool DeferWakeToBatchEnd(const std::shared_ptr<std::condition_variable>& cv) {
+  BatchWakes* wakes = t_batch_wakes;
+  if (!wakes || !wakes->more_follow) return false;
+  if (std::find(wakes->owed.begin(), wakes->owed.end(), cv) == wakes->owed.end()) {
+    wakes->owed.push_back(cv);
+  }
+  return true;
+}
 
 void ZmqVan::LogDropped(const std::string& reason) {
   dropped_messages_.fetch_add(1, std::memory_order_relaxed);
@@ -116,6 +154,9 @@ ZmqVan::Received ZmqVan::ReceiveOne(Channel channel, Wait wait) {
     RunReceiverTasks(channel);
     return Received::kNudge;
   }
+  if (frames.size() == 2 && IsSendBatch(zmq_msg_data(frames[1]), zmq_msg_size(frames[1]))) {
+    return ReceiveBatch(channel, &frames);
+  }
   size_t total = 0;
   for (size_t i = 1; i < frames.size(); ++i) total += zmq_msg_size(frames[i]);
   if (frames.size() < 2) {
@@ -188,8 +229,72 @@ ZmqVan::Received ZmqVan::ReceiveOne(Channel channel, Wait wait) {
       return Received::kMessage;
     }
   }
+  Deliver(std::move(msg), channel, total);
+  return Received::kMessage;
+}
+
+ZmqVan::Received ZmqVan::ReceiveBatch(Channel channel, std::vector<zmq_msg_t*>* frames) {
+  auto release_all = [frames]() {
+    for (auto* f : *frames) zmq_msg_close(f), delete f;
+    frames->clear();
+  };
+  received_batches_.fetch_add(1, std::memory_order_relaxed);
+  const size_t size = zmq_msg_size((*frames)[1]);
+  ParsedBatch parsed;
+  Status s = channel != Channel::kData
+                 ? Status::InvalidArgument("a batch of messages on the control channel")
+             : size > static_cast<uint64_t>(options_.max_message_bytes)
+                 ? Status::InvalidArgument("batch of " + std::to_string(size) +
+                                           " bytes is over PS_MAX_MESSAGE_BYTES=" +
+                                           std::to_string(options_.max_message_bytes))
+                 : ParseSendBatch(static_cast<const char*>(zmq_msg_data((*frames)[1])), size,
+                                  static_cast<size_t>(options_.max_frames), &parsed);
+  // Every meta is checked before any message is handed on: a batch counts whole or not
+  // at all.
+  const std::vector<BatchedMessage>& parts = parsed.messages;
+  std::vector<Message> messages(parts.size());
+  const char* bytes = static_cast<const char*>(zmq_msg_data((*frames)[1]));
+  std::vector<size_t> sizes;
+  for (size_t m = 0; m < parts.size() && s.ok(); ++m) {
+    sizes.clear();
+    for (size_t f = 0; f < parts[m].frame_count; ++f) {
+      sizes.push_back(parsed.frames[parts[m].first_frame + f].bytes);
+    }
+    s = DecodeMeta(bytes + parts[m].meta_offset, parts[m].meta_bytes, sizes, &messages[m].meta);
+  }
+  if (!s.ok()) {
+    LogDropped(s.message());
+    release_all();
+    return Received::kMessage;
+  }
+  std::string identity(static_cast<const char*>(zmq_msg_data((*frames)[0])),
+                       zmq_msg_size((*frames)[0]));
+  zmq_msg_close((*frames)[0]), delete (*frames)[0];
+  // The messages' frames are views of the batch (its frames start 8-byte aligned within
+  // it; a batch ZeroMQ did not place so is copied once).
+  SArray<char> batch = AdoptFrame((*frames)[1], &received_copied_bytes_);
+  frames->clear();
+  shm_receiver_.Sweep();
+  WakesAtBatchEnd wakes;
+  for (size_t m = 0; m < parts.size(); ++m) {
+    wakes.set_more_follow(m + 1 < parts.size());
+    Message& msg = messages[m];
+    msg.peer_identity = identity;
+    uint64_t total = parts[m].meta_bytes;
+    msg.data.reserve(parts[m].frame_count);
+    for (size_t f = 0; f < parts[m].frame_count; ++f) {
+      const BatchedFrame& frame = parsed.frames[parts[m].first_frame + f];
+      msg.data.push_back(batch.segment(frame.offset, frame.offset + frame.bytes));
+      total += frame.bytes;
+    }
+    Deliver(std::move(msg), channel, total);
+  }
+  return Received::kMessage;
+}
+
+void ZmqVan::Deliver(Message&& msg, Channel channel, uint64_t bytes) {
   received_messages_.fetch_add(1, std::memory_order_relaxed);
-  received_bytes_.fetch_add(total, std::memory_order_relaxed);
+  received_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   if (channel == Channel::kData) CountDelivery();
   try {
     handler_(std::move(msg), channel);
@@ -200,7 +305,6 @@ ZmqVan::Received ZmqVan::ReceiveOne(Channel channel, Wait wait) {
   } catch (...) {
     LOG(ERROR) << "message handler threw something that is not a std::exception";
   }
-  return Received::kMessage;
 }
 
 }  // namespace ps

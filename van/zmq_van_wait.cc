@@ -211,6 +211,10 @@ bool ZmqVan::WaitForDataRole(std::unique_lock<std::mutex>& lock, bool* from_park
   }
 }
 
+bool ZmqVan::CoalescesOnThisThread() const {
+  return coalesce_on_ && (t_receive_thread_of == this || CoalesceHint::active());
+}
+
 void ZmqVan::DataReceiveLoop() {
   t_receive_thread_of = this;
   for (;;) {
@@ -228,7 +232,15 @@ void ZmqVan::DataReceiveLoop() {
     bool ended = false;
     bool park_again = false;
     for (bool keep_receiving = true; keep_receiving;) {
-      Received r = ReceiveOneGuarded(Channel::kData, wait);
+      // With batches to send, look without blocking first: they go once no more input
+      // waits (the answers to a burst of requests leave together).
+      const bool flush_when_idle =
+          wait == Wait::kBlock && pending_any_.load(std::memory_order_acquire);
+      Received r = ReceiveOneGuarded(Channel::kData, flush_when_idle ? Wait::kNoWait : wait);
+      if (flush_when_idle && r == Received::kTimedOut) {
+        FlushCoalesced();
+        continue;
+      }
       wait = Wait::kBlock;
       if (r == Received::kTimedOut) {  // only the first, non-blocking look
         park_again = true;
@@ -244,6 +256,8 @@ void ZmqVan::DataReceiveLoop() {
         keep_receiving = role_wanted_ == 0;
       }
     }
+    // Nothing waits in a batch while another thread holds the ROUTER, or after Stop.
+    FlushCoalesced();
     {
       std::lock_guard<std::mutex> lock(role_mu_);
       role_holder_ = park_again && role_wanted_ == 0 ? DataReceiver::kParked

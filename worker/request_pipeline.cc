@@ -15,6 +15,7 @@
 #include "ps/internal/membership.h"
 #include "ps/internal/key_frame.h"
 #include "ps/internal/postoffice.h"
+#include "ps/internal/van.h"
 #include "kept_round_pushes.h"
 #include "request_parts.h"
 #include "sent_key_lists.h"
@@ -134,12 +135,33 @@ int RequestPipeline::Issue(PipelineRequest req, const char* what) {
   Stamp(req, *p, ts, id, clocks ? clocks->current() : -1, &messages);
   KeepSentParts(p.get(), messages);
   const std::vector<KeyForm> forms = KeyFormsOf(p->parts);  // before p moves
+  bool others_in_flight = false;
   {
     // Registered before the first part leaves: its answer may come back at once.
     std::lock_guard<std::mutex> lock(mu_);
+    others_in_flight = !pending_.empty();
     pending_.emplace(id, std::move(p));
   }
-  for (size_t i = 0; i < messages.size(); ++i) SendPart(messages[i], forms[i]);
+  // With other requests in flight the app is issuing a window: its small parts may go
+  // together with the next ones, when it waits or when the receive thread has handled
+  // an answer to the others and runs out of input (Van::FlushCoalesced).
+  {
+    CoalesceHint coalesce(others_in_flight);
+    for (size_t i = 0; i < messages.size(); ++i) SendPart(messages[i], forms[i]);
+  }
+  if (others_in_flight) {
+    // The others may have been answered meanwhile, and the receive thread gone idle
+    // before these parts were in a batch: then nothing else would send them. Looked at
+    // after they are (under mu_, which that thread takes to finish a request).
+    bool answers_coming = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      answers_coming = pending_.size() > pending_.count(id);
+    }
+    if (!answers_coming) {
+      if (Van* van = Postoffice::Get()->running_van()) van->FlushCoalesced();
+    }
+  }
   return ts;
 }
 

@@ -49,7 +49,12 @@ class CustomerExecutor {
   }
   // Blocks while `capacity` messages are queued.
   void PushMessage(std::function<void()> task) {
-    slots_.push(0);
+    if (!slots_.try_push(0)) {
+      // The receive thread is about to wait for room: what it coalesced goes first, so
+      // that no answer waits behind a slow handle.
+      if (Van* van = Postoffice::Get()->running_van()) van->FlushCoalesced();
+      slots_.push(0);
+    }
     queue_.push(Item{std::move(task), true});
   }
   // Never blocks.
@@ -265,7 +270,9 @@ void Customer::FinishRequest(int timestamp, const Status& status) {
       }
     }
   }
-  if (wake) finished_cv_.notify_all();
+  // Within a batch of answers the waiter wakes once the batch is handled, not to
+  // contend with the rest of it for mu_.
+  if (wake && !DeferWakeToBatchEnd(finished_cv_)) finished_cv_->notify_all();
   if (wake_receiver) {
     if (Van* van = Postoffice::Get()->running_van()) van->WakeReceivingWaiter();
   }
@@ -307,6 +314,8 @@ void Customer::DescribeWait(int timestamp, NodeActivity::WaitInfo* info) {
 }
 
 Status Customer::AwaitRequest(int timestamp, std::chrono::milliseconds timeout) {
+  // Requests this thread coalesced go now: it may be waiting for their answers.
+  if (Van* van = Postoffice::Get()->running_van()) van->FlushCoalesced();
   std::unique_lock<std::mutex> lock(mu_);
   uint64_t id = IdOfLocked(timestamp);
   if (id == 0) {
@@ -355,9 +364,9 @@ Status Customer::AwaitRequest(int timestamp, std::chrono::milliseconds timeout) 
   if (!done()) {
     sleeping_for_.push_back(id);
     if (forever) {
-      finished_cv_.wait(lock, done);
+      finished_cv_->wait(lock, done);
     } else {
-      finished = finished_cv_.wait_until(lock, deadline, done);
+      finished = finished_cv_->wait_until(lock, deadline, done);
     }
     sleeping_for_.erase(std::find(sleeping_for_.begin(), sleeping_for_.end(), id));
   }

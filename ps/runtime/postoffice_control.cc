@@ -247,6 +247,9 @@ void Postoffice::StartNodeTimers() {
   }
   ListenForSigtermLeave();
   loop_->RunEvery(kRequestSweep, [this] {
+    // Small requests coalesced while others were in flight whose answers never came (a
+    // node died): they go now at the latest.
+    van_->FlushCoalesced(SendMode::kNonBlocking);
     ExpireRequests();
     if (directory_->has_held()) ExpireEarlyMessages();
   });

@@ -35,7 +35,7 @@ inline std::string Bytes(const SArray<char>& frame) {
   return std::string(frame.data(), frame.size());
 }
 
-// The seeds of meta_codec, received_message, kv_frames and round_copy
+// The seeds of meta_codec, received_message, send_batch, kv_frames and round_copy
 // (corpus_messages.cc).
 void MessageSeeds();
 // The seeds of checkpoint, order_plugin, clock_coordinator and inbound_sequencer

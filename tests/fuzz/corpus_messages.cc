@@ -1,4 +1,5 @@
-// Seeds of the message targets (meta_codec, received_message, kv_frames, round_copy):
+// Seeds of the message targets (meta_codec, received_message, send_batch, kv_frames,
+// round_copy):
 // real messages of every kind, encoded by EncodeMeta, with their data frames, and round
 // copies encoded by EncodeRoundCopies. See make_corpus.cc.
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include "ps/internal/message.h"
 #include "ps/internal/order_protocol.h"
 #include "ps/status.h"
+#include "send_batch.h"
 #include "round_copies.h"
 
 namespace {
@@ -367,12 +369,28 @@ void RoundCopySeeds() {
                                         Round(3, 0, 4, 6)}, 16);
 }
 
+// Batches of small messages as the van packs them (send_batch): all the messages in
+// one batch, each alone, and a batch cut short.
+void SendBatchSeeds(const std::vector<NamedMessage>& messages) {
+  ps::SendBatch all;
+  for (const NamedMessage& m : messages) {
+    ps::SendBatch one;
+    one.Append(EncodedMeta(m.msg), m.msg.data);
+    WriteSeed("send_batch", m.name, one.Take());
+    all.Append(EncodedMeta(m.msg), m.msg.data);
+  }
+  const std::string whole = all.Take();
+  WriteSeed("send_batch", "all-messages", whole);
+  WriteSeed("send_batch", "edge-cut-short", whole.substr(0, whole.size() / 2));
+}
+
 }  // namespace
 
 void ps::fuzz::MessageSeeds() {
   const std::vector<NamedMessage> messages = Messages();
   MetaCodecSeeds(messages);
   ReceivedMessageSeeds(messages);
+  SendBatchSeeds(messages);
   KVFramesSeeds();
   RoundCopySeeds();
 }

@@ -4,7 +4,8 @@
 // applied to that key). The worker replays the updates in issue order; the final
 // values must match exactly and the inversion count must be 0.
 //
-// Every node prints its delivery counters (ps::NodeStats) in a "stats:" line at the end;
+// Every node prints its delivery counters (ps::NodeStats) in a "stats:" line at the end,
+// and its van's coalescing counters in a "coalesced:" line;
 // with --stats_every_ms it also samples them while the job runs (see StatsSampler).
 #include <gflags/gflags.h>
 
@@ -207,5 +208,13 @@ int main(int argc, char* argv[]) {
   }
   ps::Finalize(0, true);
   if (!sampler) PrintStats(ps::Postoffice::Get()->stats(), "");
+  if (ps::Van* van = ps::Postoffice::Get()->van()) {
+    // Coalescing (PS_COALESCE): how many messages went in batches, and the batches.
+    ps::VanStats v = van->stats();
+    std::printf("coalesced: messages=%llu sent_batches=%llu received_batches=%llu\n",
+                static_cast<unsigned long long>(v.coalesced_messages),
+                static_cast<unsigned long long>(v.sent_batches),
+                static_cast<unsigned long long>(v.received_batches));
+  }
   return rc;
 }

@@ -614,6 +614,23 @@ TEST(Config, ReceiveInWaitDefaultsOnIsReadAndRefusesGarbage) {
   EXPECT_TRUE(Contains(s, "PS_RECEIVE_IN_WAIT")) << s.ToString();
 }
 
+TEST(Config, CoalesceDefaultsOnIsReadAndRefusesGarbage) {
+  Config c;
+  ASSERT_TRUE(Load(RequiredEnv(), &c).ok());
+  EXPECT_TRUE(c.coalesce);
+  Env env = RequiredEnv();
+  env["PS_COALESCE"] = "0";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_FALSE(c.coalesce);
+  env["PS_COALESCE"] = "1";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_TRUE(c.coalesce);
+  env["PS_COALESCE"] = "often";
+  Status s = Load(env, &c);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_TRUE(Contains(s, "PS_COALESCE")) << s.ToString();
+}
+
 TEST(Config, ReplicationDefaultsToOneAndIsAtMostTheServers) {
   Config c;
   ASSERT_TRUE(Load(RequiredEnv(), &c).ok());

@@ -159,13 +159,16 @@ TEST(WaitReceive, InputWhileNobodyWaitsReachesTheReceiveThread) {
 
 // A client whose requests are answered `answers` times at once (heads head, head + 1,
 // ...; requests from kOnce on once), and which takes a while over each answer, so that
-// answers queue up behind the one a waiter waits for.
+// answers queue up behind the one a waiter waits for. The server sends each answer on
+// its own (PS_COALESCE=0): a batch reaches one receiver whole, and what these tests
+// look at is who receives the answers queued behind the first.
 struct BurstPair {
   static constexpr int kOnce = 10000;
   explicit BurstPair(int answers)
       : client(nullptr,
                [](const Message&) { std::this_thread::sleep_for(std::chrono::microseconds(200)); }),
-        server(nullptr, [this, answers](const Message& msg) {
+        server([](VanOptions* o) { o->zmq.coalesce = false; },
+               [this, answers](const Message& msg) {
           for (int i = 0; i < (msg.meta.head >= kOnce ? 1 : answers); ++i) {
             EXPECT_TRUE(server->Send(Small(2, msg.meta.head + i), SendMode::kBlocking,
                                      Channel::kData).ok());

@@ -12,6 +12,7 @@
 #define PS_INTERNAL_VAN_H_
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -68,8 +69,41 @@ struct VanOptions {
     // with other peers' messages answers late and the socket would cost more. 0: no
     // wait at all.
     int shm_offer_wait_ms = 10;
+    // PS_COALESCE: small data messages (data frames under 4 KiB in all) that the data
+    // receive thread sends while more input waits for it (a server's answers to a
+    // window of requests) go to their peer together, in one frame (van/send_batch.h),
+    // when the thread runs out of input. Off: every message goes on its own.
+    bool coalesce = true;
   } zmq;
 };
+
+// While one lives on a thread (and `on`), the small data messages that thread sends may
+// wait to go together with the ones it sends next, until someone calls
+// Van::FlushCoalesced: the thread itself before it waits for an answer, the data receive
+// thread whenever it runs out of input, the node's request sweep (every 200 ms). So set
+// one only while an answer is on its way that the receive thread will get, or flush
+// after: a worker issuing a request while others of its own are in flight, which then
+// costs one send per server for a window of requests. Not copyable; nests (the
+// innermost decides).
+class CoalesceHint {
+ public:
+  explicit CoalesceHint(bool on);
+  ~CoalesceHint();
+  CoalesceHint(const CoalesceHint&) = delete;
+  CoalesceHint& operator=(const CoalesceHint&) = delete;
+  // Whether the innermost hint on this thread is on.
+  static bool active();
+
+ private:
+  bool outer_;
+};
+
+// For a handler on a thread that hands on the messages of a batch (coalescing): defers
+// `cv`'s notify_all to when the batch's last message has been handled, so that a thread
+// woken by an early message of the batch does not contend with the rest of it for the
+// locks it needs; true. False (the caller notifies now) on any other thread or after
+// the batch's last message. The notify happens whatever the handlers throw.
+bool DeferWakeToBatchEnd(const std::shared_ptr<std::condition_variable>& cv);
 
 // How Send behaves when the peer's queue is full.
 enum class SendMode {
@@ -120,6 +154,11 @@ struct VanStats {
   // Data messages received by threads waiting for an answer (ReceiveWhileWaiting)
   // rather than by the data channel's receive thread; included in received_messages.
   uint64_t received_in_wait = 0;
+  // Coalescing (VanOptions::ZeroMq::coalesce): messages sent in batches (included in
+  // sent_messages), the batches sent, and the batches received.
+  uint64_t coalesced_messages = 0;
+  uint64_t sent_batches = 0;
+  uint64_t received_batches = 0;
 };
 
 class Van {
@@ -249,6 +288,12 @@ class Van {
   // receiving thread itself (while it dispatches), it only wakes the threads waiting for
   // the channel. Thread-safe.
   virtual void WakeReceivingWaiter() {}
+  // Puts on the wire the small messages that wait to go together (coalescing,
+  // VanOptions::ZeroMq::coalesce): a thread about to wait for an answer calls it, so that
+  // the requests it coalesced go now. kBlocking waits for room in a peer's queue as a
+  // blocking send does; kNonBlocking leaves a batch that finds none for the next flush.
+  // Cheap when nothing waits. Thread-safe.
+  virtual void FlushCoalesced(SendMode mode = SendMode::kBlocking) { (void)mode; }
 
   // Removes the socket files of this van's ipc endpoints (nothing for tcp), for a
   // process about to exit without Stop; Stop removes them too. Thread-safe once started.

@@ -82,6 +82,10 @@ struct Config {
   // data channel itself, one thread hand-off fewer per answer (Van::ReceiveWhileWaiting);
   // 0 leaves all receiving to the receive thread.
   bool receive_in_wait = true;
+  // PS_COALESCE: 1 (default) sends small data messages that follow each other closely
+  // together, one frame per burst and peer (docs/architecture.md, "Coalescing"); 0
+  // sends every message on its own.
+  bool coalesce = true;
   // PS_KEY_ENCODING: 1 (default) sends sorted key lists of KV requests and answers as
   // key frames (ps/internal/key_frame.h) where that is shorter; 0 sends keys raw.
   bool key_encoding = true;

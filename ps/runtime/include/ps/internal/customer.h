@@ -179,7 +179,10 @@ class Customer {
   bool closed_ = false;
 
   std::mutex mu_;  // guards everything below
-  std::condition_variable finished_cv_;
+  // Shared, so that a wake-up deferred to the end of a batch (DeferWakeToBatchEnd) may
+  // outlive the customer.
+  std::shared_ptr<std::condition_variable> finished_cv_ =
+      std::make_shared<std::condition_variable>();
   // The requests that threads blocked on finished_cv_ wait for, one entry per thread:
   // only the finish of one of these needs a notify (which wakes every sleeper; each
   // checks its own request). Notifying at every finish made a window of 64 requests

@@ -1,0 +1,215 @@
+// Coalescing (PS_COALESCE, docs/architecture.md "Coalescing"): small data messages sent
+// together in one frame arrive one by one, whole and in order; a server's receive
+// thread answers a burst in batches; a large message on the link goes after the batch
+// before it; what a user thread coalesced goes when the receive thread runs out of
+// input, or at Stop; off, nothing is batched.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "ps/internal/van.h"
+#include "recording_van.h"
+
+namespace ps {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A data message to `recipient` with head `head` and a frame of `bytes` bytes whose
+// content says which message it is.
+Message Sized(int recipient, int head, size_t bytes) {
+  Message msg;
+  msg.meta.sender = 9;
+  msg.meta.recipient = recipient;
+  msg.meta.head = head;
+  SArray<char> frame(bytes);
+  for (size_t i = 0; i < bytes; ++i) frame[i] = static_cast<char>(head + i);
+  msg.data.push_back(frame);
+  msg.meta.data_type.push_back(DataType::kChar);
+  return msg;
+}
+
+bool FrameIsIntact(const Message& msg, size_t bytes) {
+  if (msg.data.size() != 1 || msg.data[0].size() != bytes) return false;
+  for (size_t i = 0; i < bytes; ++i) {
+    if (msg.data[0][i] != static_cast<char>(msg.meta.head + i)) return false;
+  }
+  return true;
+}
+
+// Whether `van` received messages with heads 1..n in this order, each frame intact.
+void ExpectInOrder(RecordingVan& van, int n, size_t bytes) {
+  auto got = van.Received();
+  ASSERT_EQ(got.size(), static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(got[i].first.meta.head, i + 1);
+    EXPECT_EQ(got[i].second, Channel::kData);
+    EXPECT_TRUE(FrameIsIntact(got[i].first, bytes)) << "message " << i + 1;
+  }
+}
+
+// A client (node 1 to the server) and a server that answers every message on its
+// receive thread (node 2 to it), as a KVServer's handle does.
+struct AnsweringPair {
+  explicit AnsweringPair(bool coalesce = true)
+      : client([coalesce](VanOptions* o) { o->zmq.coalesce = coalesce; }),
+        server([coalesce](VanOptions* o) { o->zmq.coalesce = coalesce; },
+               [this](const Message& msg) {
+                 Message back = Sized(2, msg.meta.head, 24);
+                 EXPECT_TRUE(server->Send(back, SendMode::kBlocking, Channel::kData).ok());
+               }) {
+    EXPECT_TRUE(client.status().ok());
+    EXPECT_TRUE(server.status().ok());
+    client.Reach(1, server);
+    server.Reach(2, client);
+  }
+  RecordingVan client;
+  RecordingVan server;
+};
+
+TEST(Coalesce, ABurstGoesInBatchesBothWaysAndArrivesWholeAndInOrder) {
+  AnsweringPair pair;
+  constexpr int kMessages = 400;
+  {
+    CoalesceHint hint(true);
+    for (int i = 1; i <= kMessages; ++i) {
+      ASSERT_TRUE(pair.client->Send(Sized(1, i, 40), SendMode::kBlocking, Channel::kData).ok());
+    }
+  }
+  pair.client->FlushCoalesced();
+  ASSERT_EQ(pair.server.WaitFor(kMessages), static_cast<size_t>(kMessages));
+  ASSERT_EQ(pair.client.WaitFor(kMessages), static_cast<size_t>(kMessages));
+  ExpectInOrder(pair.server, kMessages, 40);
+  ExpectInOrder(pair.client, kMessages, 24);
+  VanStats c = pair.client->stats(), s = pair.server->stats();
+  EXPECT_EQ(c.coalesced_messages, static_cast<uint64_t>(kMessages));
+  EXPECT_GE(c.sent_batches, 1u);
+  EXPECT_LT(c.sent_batches, static_cast<uint64_t>(kMessages));
+  EXPECT_GE(s.received_batches, 1u);
+  // The answers to what arrived together went together.
+  EXPECT_GE(s.coalesced_messages, 1u);
+  EXPECT_LT(s.sent_batches, static_cast<uint64_t>(kMessages));
+  EXPECT_EQ(c.dropped_messages + s.dropped_messages, 0u);
+}
+
+TEST(Coalesce, ABatchStaysWithinWhatTheReceiverAccepts) {
+  auto small_limit = [](VanOptions* o) { o->max_message_bytes = 2048; };
+  RecordingVan client(small_limit), server(small_limit);
+  client.Reach(1, server);
+  constexpr int kMessages = 400;
+  {
+    CoalesceHint hint(true);
+    for (int i = 1; i <= kMessages; ++i) {
+      ASSERT_TRUE(client->Send(Sized(1, i, 40), SendMode::kBlocking, Channel::kData).ok());
+    }
+  }
+  client->FlushCoalesced();
+  ASSERT_EQ(server.WaitFor(kMessages), static_cast<size_t>(kMessages));
+  ExpectInOrder(server, kMessages, 40);
+  VanStats c = client->stats(), s = server->stats();
+  EXPECT_EQ(c.coalesced_messages, static_cast<uint64_t>(kMessages));
+  // About 36 KiB of messages in batches of at most 2 KiB (one batch without the limit).
+  EXPECT_GE(c.sent_batches, 15u);
+  EXPECT_EQ(s.dropped_messages, 0u);
+}
+
+TEST(Coalesce, ALargeMessageGoesAfterTheBatchBeforeIt) {
+  RecordingVan client, server;
+  client.Reach(1, server);
+  {
+    CoalesceHint hint(true);
+    for (int i = 1; i <= 10; ++i) {
+      ASSERT_TRUE(client->Send(Sized(1, i, 100), SendMode::kBlocking, Channel::kData).ok());
+    }
+  }
+  // 8 KiB: not coalesced; it takes the link's batch with it, in front.
+  ASSERT_TRUE(client->Send(Sized(1, 11, 8192), SendMode::kBlocking, Channel::kData).ok());
+  ASSERT_EQ(server.WaitFor(11), 11u);
+  auto got = server.Received();
+  for (int i = 0; i < 11; ++i) {
+    EXPECT_EQ(got[i].first.meta.head, i + 1);
+    EXPECT_TRUE(FrameIsIntact(got[i].first, i < 10 ? 100 : 8192)) << i + 1;
+  }
+  EXPECT_EQ(client->stats().coalesced_messages, 10u);
+}
+
+TEST(Coalesce, TheReceiveThreadSendsWhatAUserThreadCoalescedWhenItRunsOutOfInput) {
+  RecordingVan client, server;
+  client.Reach(1, server);
+  server.Reach(2, client);
+  // Any input makes the receive thread flush when it is done with it: the server's
+  // connection first shows itself (a probe), which must be over before the batch.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  {
+    CoalesceHint hint(true);
+    for (int i = 1; i <= 5; ++i) {
+      ASSERT_TRUE(client->Send(Sized(1, i, 8), SendMode::kBlocking, Channel::kData).ok());
+    }
+  }
+  // The batch waits (for an answer on its way, in a worker)...
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(server.count(), 0u);
+  // ...which the client's receive thread handles, and then it runs out of input.
+  ASSERT_TRUE(server->Send(Sized(2, 100, 8), SendMode::kBlocking, Channel::kData).ok());
+  ASSERT_EQ(server.WaitFor(5), 5u);
+  ExpectInOrder(server, 5, 8);
+  EXPECT_EQ(client->stats().sent_batches, 1u);
+}
+
+TEST(Coalesce, StopSendsWhatWasCoalesced) {
+  RecordingVan server;
+  auto client = std::make_unique<RecordingVan>();
+  client->Reach(1, server);
+  {
+    CoalesceHint hint(true);
+    for (int i = 1; i <= 5; ++i) {
+      ASSERT_TRUE((*client)->Send(Sized(1, i, 8), SendMode::kBlocking, Channel::kData).ok());
+    }
+  }
+  client.reset();  // Stop
+  ASSERT_EQ(server.WaitFor(5), 5u);
+  ExpectInOrder(server, 5, 8);
+}
+
+TEST(Coalesce, WithoutAHintOrWithItOffEveryMessageGoesAlone) {
+  RecordingVan client, server;
+  client.Reach(1, server);
+  for (int i = 1; i <= 20; ++i) {
+    ASSERT_TRUE(client->Send(Sized(1, i, 8), SendMode::kBlocking, Channel::kData).ok());
+  }
+  ASSERT_EQ(server.WaitFor(20), 20u);
+  EXPECT_EQ(client->stats().coalesced_messages, 0u);
+
+  AnsweringPair off(/*coalesce=*/false);
+  {
+    CoalesceHint hint(true);
+    for (int i = 1; i <= 50; ++i) {
+      ASSERT_TRUE(off.client->Send(Sized(1, i, 8), SendMode::kBlocking, Channel::kData).ok());
+    }
+  }
+  ASSERT_EQ(off.client.WaitFor(50), 50u);
+  ExpectInOrder(off.server, 50, 8);
+  VanStats c = off.client->stats(), s = off.server->stats();
+  EXPECT_EQ(c.coalesced_messages + c.sent_batches + c.received_batches, 0u);
+  EXPECT_EQ(s.coalesced_messages + s.sent_batches + s.received_batches, 0u);
+}
+
+TEST(Coalesce, ControlMessagesAreNeverCoalesced) {
+  RecordingVan client, server;
+  client.Reach(1, server);
+  {
+    CoalesceHint hint(true);
+    for (int i = 1; i <= 5; ++i) {
+      ASSERT_TRUE(client->Send(Sized(1, i, 8), SendMode::kBlocking, Channel::kControl).ok());
+    }
+  }
+  ASSERT_EQ(server.WaitFor(5), 5u);
+  EXPECT_EQ(client->stats().coalesced_messages, 0u);
+  for (auto& m : server.Received()) EXPECT_EQ(m.second, Channel::kControl);
+}
+
+}  // namespace
+}  // namespace ps

@@ -1,0 +1,144 @@
+// ZmqVan, coalescing: small data messages that a thread sends while more are coming
+// wait in their link's batch (send_batch.h) and go together. The data receive thread
+// coalesces what it sends while input waits for it and flushes every batch when it runs
+// out (a server answering a window of requests makes one send for the burst); a thread
+// in a CoalesceHint (a worker issuing requests while others are in flight) coalesces
+// until it waits for an answer or the receive thread runs out of input
+// (Van::FlushCoalesced). docs/architecture.md, "Coalescing".
+#include <glog/logging.h>
+#include <zmq.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "zmq_van.h"
+
+namespace ps {
+namespace {
+
+thread_local bool t_coalesce_hint = false;
+
+}  // namespace
+
+CoalesceHint::CoalesceHint(bool on) : outer_(t_coalesce_hint) { t_coalesce_hint = on; }
+CoalesceHint::~CoalesceHint() { t_coalesce_hint = outer_; }
+bool CoalesceHint::active() { return t_coalesce_hint; }
+
+uint64_t ZmqVan::BatchLimit() const {
+  return std::min<uint64_t>(kBatchFlushBytes, static_cast<uint64_t>(options_.max_message_bytes));
+}
+
+Status ZmqVan::Coalesce(const std::shared_ptr<Peer>& peer, const Message& msg,
+                        const std::string& meta, SendMode mode) {
+  Link& link = peer->links[static_cast<int>(Channel::kData)];
+  const uint64_t bytes = meta.size() + msg.DataBytes();
+  const uint64_t added = SendBatch::MaxAddedBytes(meta, msg.data);
+  const std::string to = "node " + std::to_string(msg.meta.recipient);
+  auto began = std::chrono::steady_clock::now();
+  for (;;) {
+    std::unique_lock<std::mutex> lock(link.mu);
+    if (!link.socket) return Status::Unavailable("connection to " + to + " is closed");
+    // A full batch goes first. One that finds no room holds this message back, as a
+    // blocking send waits: a sender never piles up more than a batch per link.
+    if (!link.batch.empty() && link.batch.bytes() + added > BatchLimit() &&
+        SendBatchLocked(&link) == EAGAIN) {
+      lock.unlock();
+      bool in_time = std::chrono::steady_clock::now() - began <
+                     std::chrono::milliseconds(kSendTimeoutMs);
+      if (mode == SendMode::kBlocking && !link.closing && in_time) {
+        std::this_thread::sleep_for(std::chrono::microseconds(kSendRetryMicros));
+        continue;
+      }
+      return Status::Unavailable("send to " + to + " failed: " +
+                                 (link.closing ? std::string("the connection is being closed")
+                                               : "no room in its queue"));
+    }
+    const bool first = link.batch.empty();
+    link.batch.Append(meta, msg.data);
+    if (first) {
+      // Under the link's mutex: a flush that takes the list after this finds the batch.
+      std::lock_guard<std::mutex> pending_lock(pending_mu_);
+      pending_peers_.push_back(peer);
+      pending_any_.store(true, std::memory_order_release);
+    }
+    break;
+  }
+  coalesced_messages_.fetch_add(1, std::memory_order_relaxed);
+  sent_messages_.fetch_add(1, std::memory_order_relaxed);
+  sent_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  if (msg.meta.request && msg.meta.push && msg.meta.control.empty()) {
+    push_request_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+    push_requests_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return Status::OK();
+}
+
+int ZmqVan::SendBatchLocked(Link* link) {
+  if (link->batch.empty()) return 0;
+  if (!link->socket) {
+    link->batch.Take();  // for a peer that is gone (Disconnect)
+    return ENOTCONN;
+  }
+  const uint32_t messages = link->batch.messages();
+  std::string bytes = link->batch.Take();
+  zmq_msg_t part;
+  zmq_msg_init_size(&part, bytes.size());
+  std::memcpy(zmq_msg_data(&part), bytes.data(), bytes.size());
+  if (zmq_msg_send(&part, link->socket, ZMQ_DONTWAIT) >= 0) {
+    sent_batches_.fetch_add(1, std::memory_order_relaxed);
+    return 0;
+  }
+  int err = zmq_errno();
+  zmq_msg_close(&part);
+  if (err == EAGAIN || err == EINTR) {
+    link->batch.Restore(std::move(bytes), messages);
+    return EAGAIN;
+  }
+  // The senders were told these messages went: with PS_RESEND their sequence numbers
+  // bring them back, without it they are lost like any message a connection drops.
+  LOG(WARNING) << "a batch of " << messages << " messages to " << link->endpoint
+               << " could not be sent, they are lost: " << zmq_strerror(err);
+  return err;
+}
+
+void ZmqVan::FlushCoalesced(SendMode mode) {
+  if (!pending_any_.load(std::memory_order_acquire)) return;
+  std::vector<std::shared_ptr<Peer>> peers;
+  {
+    std::lock_guard<std::mutex> lock(pending_mu_);
+    peers.swap(pending_peers_);
+    pending_any_.store(false, std::memory_order_relaxed);
+  }
+  for (const std::shared_ptr<Peer>& peer : peers) {
+    Link& link = peer->links[static_cast<int>(Channel::kData)];
+    auto began = std::chrono::steady_clock::now();
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(link.mu);
+        if (SendBatchLocked(&link) != EAGAIN) break;
+        if (mode == SendMode::kNonBlocking && !link.closing) {
+          // No room: the batch stays for the next flush.
+          std::lock_guard<std::mutex> pending_lock(pending_mu_);
+          pending_peers_.push_back(peer);
+          pending_any_.store(true, std::memory_order_release);
+          break;
+        }
+        if (link.closing || std::chrono::steady_clock::now() - began >=
+                                std::chrono::milliseconds(kSendTimeoutMs)) {
+          LOG(WARNING) << "a batch of " << link.batch.messages() << " messages to "
+                       << link.endpoint << " found no room for " << kSendTimeoutMs / 1000
+                       << " s, they are lost";
+          link.batch.Take();
+          break;
+        }
+      }
+      // Without the link's mutex, as a blocking send waits.
+      std::this_thread::sleep_for(std::chrono::microseconds(kSendRetryMicros));
+    }
+  }
+}
+
+}  // namespace ps
