@@ -88,6 +88,10 @@ Status ParseSendBatch(const char* bytes, size_t size, size_t max_frames, ParsedB
     return Status::InvalidArgument("malformed batch of messages: " + what);
   };
   if (size < kHeaderBytes || !IsSendBatch(bytes, size)) return fail("no batch header");
+  if (size > SendBatch::kMaxBytes) {
+    return fail(std::to_string(size) + " bytes, more than a batch has (" +
+                std::to_string(SendBatch::kMaxBytes) + ")");
+  }
   const uint32_t count = GetU32(bytes + sizeof(kMagic));
   if (count == 0) return fail("no messages");
   // Each message takes at least its 8 header bytes: a count larger than that allows is
@@ -95,9 +99,17 @@ Status ParseSendBatch(const char* bytes, size_t size, size_t max_frames, ParsedB
   if (count > size / 8) return fail("a count of " + std::to_string(count) + " messages");
   out->messages.reserve(count);
   size_t at = kHeaderBytes;
+  // Skips the zero bytes that align the next item (false: not zero, or past the end).
+  auto align = [&]() {
+    size_t to = AlignUp(at);
+    if (to > size) return false;
+    for (; at < to; ++at) {
+      if (bytes[at] != 0) return false;
+    }
+    return true;
+  };
   for (uint32_t m = 0; m < count; ++m) {
-    at = AlignUp(at);
-    if (at > size || size - at < 8) return fail("message " + std::to_string(m) + " is cut off");
+    if (!align() || size - at < 8) return fail("message " + std::to_string(m) + " is cut off");
     BatchedMessage msg;
     msg.meta_bytes = GetU32(bytes + at);
     msg.frame_count = GetU32(bytes + at + 4);
@@ -110,19 +122,19 @@ Status ParseSendBatch(const char* bytes, size_t size, size_t max_frames, ParsedB
     if ((size - at) / 4 < msg.frame_count) {
       return fail("message " + std::to_string(m) + " is cut off");
     }
+    // A message always has a meta (an empty one is a connection's probe, never batched).
+    if (msg.meta_bytes == 0) return fail("message " + std::to_string(m) + " has no meta");
     for (size_t f = 0; f < msg.frame_count; ++f, at += 4) {
       out->frames.push_back(BatchedFrame{0, GetU32(bytes + at)});
     }
-    at = AlignUp(at);
-    if (at > size || size - at < msg.meta_bytes) {
+    if (!align() || size - at < msg.meta_bytes) {
       return fail("the meta of message " + std::to_string(m) + " is cut off");
     }
     msg.meta_offset = at;
     at += msg.meta_bytes;
     for (size_t f = msg.first_frame; f < out->frames.size(); ++f) {
       BatchedFrame& frame = out->frames[f];
-      at = AlignUp(at);
-      if (at > size || size - at < frame.bytes) {
+      if (!align() || size - at < frame.bytes) {
         return fail("a data frame of message " + std::to_string(m) + " is cut off");
       }
       frame.offset = at;

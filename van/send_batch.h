@@ -28,6 +28,9 @@ namespace ps {
 
 class SendBatch {
  public:
+  // The most bytes a batch has: senders flush before a message would make it larger,
+  // receivers refuse a larger one.
+  static constexpr size_t kMaxBytes = 64 << 10;
   // Appends one message: its encoded meta and its data frames (copied).
   void Append(const std::string& meta, const std::vector<SArray<char>>& data);
   bool empty() const { return messages_ == 0; }

@@ -87,7 +87,11 @@ class ZmqVan : public Van {
   // A batch grows to this at most (a message that would make it larger sends it first):
   // a burst of small messages needs no more to cost one system call for many, and the
   // receiver gets the first of them sooner.
-  static constexpr size_t kBatchFlushBytes = 64 << 10;
+  static constexpr size_t kBatchFlushBytes = SendBatch::kMaxBytes;
+  // How long the receive thread lets a batch wait while input keeps coming, and how long
+  // it leaves batches that found no room before it tries them again.
+  static constexpr std::chrono::microseconds kMaxBatchDelay{200};
+  static constexpr std::chrono::milliseconds kFlushRetry{1};
   // How long a send may wait for room in a peer's queue, and how long it sleeps between
   // attempts (without holding the link, and checking whether the peer is being
   // disconnected).
@@ -125,10 +129,12 @@ class ZmqVan : public Van {
     // `socket` is replaced: a ring belongs to one connection.
     bool shm_possible = false;
     std::shared_ptr<ShmLink> shm;
-    // Small messages the data receive thread sent while it had more input to handle,
-    // not yet on the socket (zmq_van_batch.cc). Any other send on the link puts them on
-    // the socket first, so the link keeps its order.
+    // Small messages coalesced (by the data receive thread while it had more input to
+    // handle, or by a thread in a CoalesceHint), not yet on the socket
+    // (zmq_van_batch.cc). Any other send on the link puts them on the socket first, so
+    // the link keeps its order. `batch_has_own`: some are the receive thread's.
     SendBatch batch;
+    bool batch_has_own = false;
   };
   struct Peer {
     Link links[2];  // by Channel
@@ -169,6 +175,8 @@ class ZmqVan : public Van {
   // wait in its link's batch: on the data receive thread, and on a thread inside a
   // CoalesceHint (see van.h for who flushes).
   bool CoalescesOnThisThread() const;
+  // Whether this thread is the van's data receive thread.
+  bool OnReceiveThread() const;
   // The largest a batch gets: kBatchFlushBytes, or less to stay within what receivers
   // accept (PS_MAX_MESSAGE_BYTES).
   uint64_t BatchLimit() const;
@@ -180,6 +188,14 @@ class ZmqVan : public Van {
   // Puts the link's batch on its socket. Under link->mu. 0, or the errno of a failed
   // send: EAGAIN leaves the batch for the next try; any other error loses it (logged).
   int SendBatchLocked(Link* link);
+  // FlushCoalesced, where `own_blocking` makes a batch holding messages of the data
+  // receive thread wait for room whatever `mode` says. True when a batch that found no
+  // room stays for a later flush.
+  bool Flush(SendMode mode, bool own_blocking);
+  // The data receive thread's flush: its own messages wait for room (as its blocking
+  // sends did), other threads' do not (it would stop draining the answers that make
+  // room); those that found none are tried again after kFlushRetry at the earliest.
+  void FlushFromReceiveThread();
   // A batch of messages (frames: identity, batch) from ReceiveOne.
   Received ReceiveBatch(Channel channel, std::vector<zmq_msg_t*>* frames);
 
@@ -294,6 +310,10 @@ class ZmqVan : public Van {
   std::mutex pending_mu_;
   std::vector<std::shared_ptr<Peer>> pending_peers_;
   std::atomic<bool> pending_any_{false};
+  // The data receive thread's (used by it only): since when batches wait (zero: not
+  // known to), and before when it leaves those that found no room alone.
+  std::chrono::steady_clock::time_point batches_since_{};
+  std::chrono::steady_clock::time_point flush_retry_at_{};
   std::atomic<uint64_t> coalesced_messages_{0}, sent_batches_{0}, received_batches_{0};
   std::atomic<uint64_t> sent_messages_{0}, sent_bytes_{0}, received_messages_{0},
       received_bytes_{0}, dropped_messages_{0}, received_copied_bytes_{0},

@@ -58,6 +58,7 @@ Status ZmqVan::Coalesce(const std::shared_ptr<Peer>& peer, const Message& msg,
     }
     const bool first = link.batch.empty();
     link.batch.Append(meta, msg.data);
+    if (OnReceiveThread()) link.batch_has_own = true;
     if (first) {
       // Under the link's mutex: a flush that takes the list after this finds the batch.
       std::lock_guard<std::mutex> pending_lock(pending_mu_);
@@ -80,6 +81,7 @@ int ZmqVan::SendBatchLocked(Link* link) {
   if (link->batch.empty()) return 0;
   if (!link->socket) {
     link->batch.Take();  // for a peer that is gone (Disconnect)
+    link->batch_has_own = false;
     return ENOTCONN;
   }
   const uint32_t messages = link->batch.messages();
@@ -87,16 +89,21 @@ int ZmqVan::SendBatchLocked(Link* link) {
   zmq_msg_t part;
   zmq_msg_init_size(&part, bytes.size());
   std::memcpy(zmq_msg_data(&part), bytes.data(), bytes.size());
-  if (zmq_msg_send(&part, link->socket, ZMQ_DONTWAIT) >= 0) {
-    sent_batches_.fetch_add(1, std::memory_order_relaxed);
-    return 0;
-  }
-  int err = zmq_errno();
+  int err = 0;
+  do {
+    if (zmq_msg_send(&part, link->socket, ZMQ_DONTWAIT) >= 0) {
+      sent_batches_.fetch_add(1, std::memory_order_relaxed);
+      link->batch_has_own = false;
+      return 0;
+    }
+    err = zmq_errno();
+  } while (err == EINTR);
   zmq_msg_close(&part);
-  if (err == EAGAIN || err == EINTR) {
+  if (err == EAGAIN) {
     link->batch.Restore(std::move(bytes), messages);
     return EAGAIN;
   }
+  link->batch_has_own = false;
   // The senders were told these messages went: with PS_RESEND their sequence numbers
   // bring them back, without it they are lost like any message a connection drops.
   LOG(WARNING) << "a batch of " << messages << " messages to " << link->endpoint
@@ -104,26 +111,37 @@ int ZmqVan::SendBatchLocked(Link* link) {
   return err;
 }
 
-void ZmqVan::FlushCoalesced(SendMode mode) {
-  if (!pending_any_.load(std::memory_order_acquire)) return;
+void ZmqVan::FlushCoalesced(SendMode mode) { Flush(mode, /*own_blocking=*/false); }
+
+void ZmqVan::FlushFromReceiveThread() {
+  const auto now = std::chrono::steady_clock::now();
+  batches_since_ = {};
+  if (Flush(SendMode::kNonBlocking, /*own_blocking=*/true)) flush_retry_at_ = now + kFlushRetry;
+}
+
+bool ZmqVan::Flush(SendMode mode, bool own_blocking) {
+  if (!pending_any_.load(std::memory_order_acquire)) return false;
   std::vector<std::shared_ptr<Peer>> peers;
   {
     std::lock_guard<std::mutex> lock(pending_mu_);
     peers.swap(pending_peers_);
     pending_any_.store(false, std::memory_order_relaxed);
   }
+  bool left = false;
   for (const std::shared_ptr<Peer>& peer : peers) {
     Link& link = peer->links[static_cast<int>(Channel::kData)];
     auto began = std::chrono::steady_clock::now();
     for (;;) {
       {
         std::lock_guard<std::mutex> lock(link.mu);
+        const bool blocking = mode == SendMode::kBlocking || (own_blocking && link.batch_has_own);
         if (SendBatchLocked(&link) != EAGAIN) break;
-        if (mode == SendMode::kNonBlocking && !link.closing) {
-          // No room: the batch stays for the next flush.
+        if (!blocking && !link.closing) {
+          // No room: the batch stays for a later flush.
           std::lock_guard<std::mutex> pending_lock(pending_mu_);
           pending_peers_.push_back(peer);
           pending_any_.store(true, std::memory_order_release);
+          left = true;
           break;
         }
         if (link.closing || std::chrono::steady_clock::now() - began >=
@@ -132,6 +150,7 @@ void ZmqVan::FlushCoalesced(SendMode mode) {
                        << link.endpoint << " found no room for " << kSendTimeoutMs / 1000
                        << " s, they are lost";
           link.batch.Take();
+          link.batch_has_own = false;
           break;
         }
       }
@@ -139,6 +158,7 @@ void ZmqVan::FlushCoalesced(SendMode mode) {
       std::this_thread::sleep_for(std::chrono::microseconds(kSendRetryMicros));
     }
   }
+  return left;
 }
 
 }  // namespace ps

@@ -120,10 +120,10 @@ Status ZmqVan::ConnectLinks(int node_id, const std::string& endpoint,
       link.socket = socket;
       link.endpoint = *wanted[c];
       link.with_identity = with_identity;
-      // A new connection, a new ring (offered with its first large frame). What the
-      // receive thread batched for a process that is gone goes with its queue.
+      // A new connection, a new ring (offered with its first large frame). What was
+      // batched for a process that is gone goes with its queue.
       link.shm.reset();
-      if (fresh) link.batch.Take();
+      if (fresh) link.batch.Take(), link.batch_has_own = false;
       link.shm_possible = c == static_cast<int>(Channel::kData) && options_.zmq.shm &&
                           socket && OnThisHost(link.endpoint);
     }
@@ -186,7 +186,8 @@ Status ZmqVan::Send(const Message& msg, SendMode mode, Channel channel) {
     if (!shm.empty() && !(s = EncodeMeta(msg, shm.fields(), &meta)).ok()) return s;
   }
   if (shm.empty() && channel == Channel::kData && msg.DataBytes() < kZeroCopyThreshold &&
-      CoalescesOnThisThread() && SendBatch::MaxAddedBytes(meta, msg.data) <= BatchLimit()) {
+      !meta.empty() && CoalescesOnThisThread() &&
+      SendBatch::MaxAddedBytes(meta, msg.data) <= BatchLimit()) {
     return Coalesce(peer, msg, meta, mode);
   }
 

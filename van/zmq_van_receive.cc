@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -76,6 +77,13 @@ bool DeferWakeToBatchEnd(const std::shared_ptr<std::condition_variable>& cv) {
     wakes->owed.push_back(cv);
   }
   return true;
+}
+
+void NotifyDeferredWakes() {
+  BatchWakes* wakes = t_batch_wakes;
+  if (!wakes) return;
+  for (const auto& cv : wakes->owed) cv->notify_all();
+  wakes->owed.clear();
 }
 
 void ZmqVan::LogDropped(const std::string& reason) {
@@ -238,6 +246,11 @@ ZmqVan::Received ZmqVan::ReceiveBatch(Channel channel, std::vector<zmq_msg_t*>* 
     for (auto* f : *frames) zmq_msg_close(f), delete f;
     frames->clear();
   };
+  // Whatever throws (out of memory taking the batch apart), the frames go.
+  struct ReleaseOnThrow {
+    std::function<void()> release;
+    ~ReleaseOnThrow() { release(); }
+  } release_on_throw{release_all};
   received_batches_.fetch_add(1, std::memory_order_relaxed);
   const size_t size = zmq_msg_size((*frames)[1]);
   ParsedBatch parsed;
@@ -269,11 +282,12 @@ ZmqVan::Received ZmqVan::ReceiveBatch(Channel channel, std::vector<zmq_msg_t*>* 
   }
   std::string identity(static_cast<const char*>(zmq_msg_data((*frames)[0])),
                        zmq_msg_size((*frames)[0]));
+  zmq_msg_t* batch_msg = (*frames)[1];
   zmq_msg_close((*frames)[0]), delete (*frames)[0];
+  frames->clear();  // batch_msg is AdoptFrame's now
   // The messages' frames are views of the batch (its frames start 8-byte aligned within
   // it; a batch ZeroMQ did not place so is copied once).
-  SArray<char> batch = AdoptFrame((*frames)[1], &received_copied_bytes_);
-  frames->clear();
+  SArray<char> batch = AdoptFrame(batch_msg, &received_copied_bytes_);
   shm_receiver_.Sweep();
   WakesAtBatchEnd wakes;
   for (size_t m = 0; m < parts.size(); ++m) {

@@ -211,6 +211,8 @@ bool ZmqVan::WaitForDataRole(std::unique_lock<std::mutex>& lock, bool* from_park
   }
 }
 
+bool ZmqVan::OnReceiveThread() const { return t_receive_thread_of == this; }
+
 bool ZmqVan::CoalescesOnThisThread() const {
   return coalesce_on_ && (t_receive_thread_of == this || CoalesceHint::active());
 }
@@ -233,12 +235,26 @@ void ZmqVan::DataReceiveLoop() {
     bool park_again = false;
     for (bool keep_receiving = true; keep_receiving;) {
       // With batches to send, look without blocking first: they go once no more input
-      // waits (the answers to a burst of requests leave together).
-      const bool flush_when_idle =
-          wait == Wait::kBlock && pending_any_.load(std::memory_order_acquire);
+      // waits (the answers to a burst of requests leave together), or once the oldest
+      // has waited kMaxBatchDelay while input keeps coming (a busy server's answers to
+      // a worker that sends one request at a time).
+      bool flush_when_idle = false;
+      if (wait == Wait::kBlock && pending_any_.load(std::memory_order_acquire)) {
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= flush_retry_at_) {
+          if (batches_since_ == std::chrono::steady_clock::time_point{}) batches_since_ = now;
+          if (now - batches_since_ >= kMaxBatchDelay) {
+            FlushFromReceiveThread();
+            continue;
+          }
+          flush_when_idle = true;
+        }
+      } else {
+        batches_since_ = {};  // another thread flushed them
+      }
       Received r = ReceiveOneGuarded(Channel::kData, flush_when_idle ? Wait::kNoWait : wait);
       if (flush_when_idle && r == Received::kTimedOut) {
-        FlushCoalesced();
+        FlushFromReceiveThread();
         continue;
       }
       wait = Wait::kBlock;
@@ -256,8 +272,12 @@ void ZmqVan::DataReceiveLoop() {
         keep_receiving = role_wanted_ == 0;
       }
     }
-    // Nothing waits in a batch while another thread holds the ROUTER, or after Stop.
-    FlushCoalesced();
+    // Nothing waits in a batch while another thread holds the ROUTER; nothing holds Stop.
+    if (ended) {
+      FlushCoalesced(SendMode::kNonBlocking);
+    } else {
+      FlushFromReceiveThread();
+    }
     {
       std::lock_guard<std::mutex> lock(role_mu_);
       role_holder_ = park_again && role_wanted_ == 0 ? DataReceiver::kParked
@@ -411,6 +431,10 @@ uint64_t ZmqVan::ReceiveWhileWaiting(const std::function<bool()>& done,
         timeout_set = timeout_ms;
       }
     }
+    // Batches other threads coalesced while answers come here instead of to the receive
+    // thread: they go before this thread blocks, without waiting for room (a waiter that
+    // blocked on a full queue would stop draining the answers that free it).
+    FlushCoalesced(SendMode::kNonBlocking);
     if (ReceiveOneGuarded(Channel::kData, Wait::kBlock) == Received::kDone) {
       ended = true;
       break;

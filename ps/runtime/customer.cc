@@ -51,8 +51,12 @@ class CustomerExecutor {
   void PushMessage(std::function<void()> task) {
     if (!slots_.try_push(0)) {
       // The receive thread is about to wait for room: what it coalesced goes first, so
-      // that no answer waits behind a slow handle.
-      if (Van* van = Postoffice::Get()->running_van()) van->FlushCoalesced();
+      // that no answer waits behind a slow handle, and the waiters it woke wake now (this
+      // customer's thread may be one of them).
+      NotifyDeferredWakes();
+      if (Van* van = Postoffice::Get()->running_van()) {
+        van->FlushCoalesced(SendMode::kNonBlocking);
+      }
       slots_.push(0);
     }
     queue_.push(Item{std::move(task), true});

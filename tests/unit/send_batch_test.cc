@@ -119,6 +119,23 @@ TEST(SendBatch, EveryMalformedBatchIsRefusedWhole) {
   std::string many = good;
   std::memset(&many[8 + 4], 0x7f, 4);
   ExpectRefused(many, 1u << 31);
+  // Padding that is not zero, a message without a meta, and a batch larger than any
+  // sender makes.
+  SendBatch two;
+  two.Append("m", {Frame("abc")});
+  two.Append("n", {Frame("d")});
+  std::string dirty = two.Take();
+  // The first frame's 3 bytes are followed by 5 of padding.
+  ParsedBatch p;
+  ASSERT_TRUE(ParseSendBatch(dirty.data(), dirty.size(), 16, &p).ok());
+  dirty[p.frames[0].offset + 3] = 1;
+  ExpectRefused(dirty);
+  SendBatch empty_meta;
+  empty_meta.Append("", {Frame("x")});
+  ExpectRefused(empty_meta.Take());
+  SendBatch big;
+  while (big.bytes() <= SendBatch::kMaxBytes) big.Append("meta", {Frame(std::string(1000, 'v'))});
+  ExpectRefused(big.Take());
   // Not a batch at all.
   std::string other = good;
   other[0] = 'x';

@@ -141,8 +141,10 @@ TEST(Coalesce, TheReceiveThreadSendsWhatAUserThreadCoalescedWhenItRunsOutOfInput
   client.Reach(1, server);
   server.Reach(2, client);
   // Any input makes the receive thread flush when it is done with it: the server's
-  // connection first shows itself (a probe), which must be over before the batch.
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // connection shows itself first (a probe), so one message on it, received, makes sure
+  // that is over before the batch.
+  ASSERT_TRUE(server->Send(Sized(2, 99, 8), SendMode::kBlocking, Channel::kData).ok());
+  ASSERT_EQ(client.WaitFor(1), 1u);
   {
     CoalesceHint hint(true);
     for (int i = 1; i <= 5; ++i) {
@@ -154,6 +156,7 @@ TEST(Coalesce, TheReceiveThreadSendsWhatAUserThreadCoalescedWhenItRunsOutOfInput
   EXPECT_EQ(server.count(), 0u);
   // ...which the client's receive thread handles, and then it runs out of input.
   ASSERT_TRUE(server->Send(Sized(2, 100, 8), SendMode::kBlocking, Channel::kData).ok());
+  ASSERT_EQ(client.WaitFor(2), 2u);
   ASSERT_EQ(server.WaitFor(5), 5u);
   ExpectInOrder(server, 5, 8);
   EXPECT_EQ(client->stats().sent_batches, 1u);

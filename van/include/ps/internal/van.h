@@ -71,8 +71,9 @@ struct VanOptions {
     int shm_offer_wait_ms = 10;
     // PS_COALESCE: small data messages (data frames under 4 KiB in all) that the data
     // receive thread sends while more input waits for it (a server's answers to a
-    // window of requests) go to their peer together, in one frame (van/send_batch.h),
-    // when the thread runs out of input. Off: every message goes on its own.
+    // window of requests), or a thread sends inside a CoalesceHint, go to their peer
+    // together, in one frame (van/send_batch.h), when the thread runs out of input or
+    // waits (docs/architecture.md, "Coalescing"). Off: every message goes on its own.
     bool coalesce = true;
   } zmq;
 };
@@ -104,6 +105,9 @@ class CoalesceHint {
 // locks it needs; true. False (the caller notifies now) on any other thread or after
 // the batch's last message. The notify happens whatever the handlers throw.
 bool DeferWakeToBatchEnd(const std::shared_ptr<std::condition_variable>& cv);
+// Makes the wake-ups deferred so far on this thread now (for a handler about to block:
+// a woken thread may be the one it waits for). Nothing on any other thread.
+void NotifyDeferredWakes();
 
 // How Send behaves when the peer's queue is full.
 enum class SendMode {
