@@ -192,6 +192,8 @@ class ZmqVan : public Van {
   // receive thread wait for room whatever `mode` says. True when a batch that found no
   // room stays for a later flush.
   bool Flush(SendMode mode, bool own_blocking);
+  // Discards the link's batch, saying why (a warning). Under link->mu.
+  void DropBatchLocked(Link* link, const std::string& why);
   // The data receive thread's flush: its own messages wait for room (as its blocking
   // sends did), other threads' do not (it would stop draining the answers that make
   // room); those that found none are tried again after kFlushRetry at the earliest.

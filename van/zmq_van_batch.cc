@@ -127,38 +127,53 @@ bool ZmqVan::Flush(SendMode mode, bool own_blocking) {
     peers.swap(pending_peers_);
     pending_any_.store(false, std::memory_order_relaxed);
   }
+  // First every batch that finds room, so that a peer with a full queue holds up no
+  // other; then those that wait for room, one after the other.
+  std::vector<std::shared_ptr<Peer>> waiting;
   bool left = false;
   for (const std::shared_ptr<Peer>& peer : peers) {
     Link& link = peer->links[static_cast<int>(Channel::kData)];
+    std::lock_guard<std::mutex> lock(link.mu);
+    if (SendBatchLocked(&link) != EAGAIN) continue;
+    if (mode == SendMode::kBlocking || (own_blocking && link.batch_has_own)) {
+      waiting.push_back(peer);
+    } else if (!link.closing) {
+      // No room: the batch stays for a later flush.
+      std::lock_guard<std::mutex> pending_lock(pending_mu_);
+      pending_peers_.push_back(peer);
+      pending_any_.store(true, std::memory_order_release);
+      left = true;
+    } else {
+      DropBatchLocked(&link, "its connection is being closed");
+    }
+  }
+  for (const std::shared_ptr<Peer>& peer : waiting) {
+    Link& link = peer->links[static_cast<int>(Channel::kData)];
     auto began = std::chrono::steady_clock::now();
     for (;;) {
-      {
-        std::lock_guard<std::mutex> lock(link.mu);
-        const bool blocking = mode == SendMode::kBlocking || (own_blocking && link.batch_has_own);
-        if (SendBatchLocked(&link) != EAGAIN) break;
-        if (!blocking && !link.closing) {
-          // No room: the batch stays for a later flush.
-          std::lock_guard<std::mutex> pending_lock(pending_mu_);
-          pending_peers_.push_back(peer);
-          pending_any_.store(true, std::memory_order_release);
-          left = true;
-          break;
-        }
-        if (link.closing || std::chrono::steady_clock::now() - began >=
-                                std::chrono::milliseconds(kSendTimeoutMs)) {
-          LOG(WARNING) << "a batch of " << link.batch.messages() << " messages to "
-                       << link.endpoint << " found no room for " << kSendTimeoutMs / 1000
-                       << " s, they are lost";
-          link.batch.Take();
-          link.batch_has_own = false;
-          break;
-        }
-      }
       // Without the link's mutex, as a blocking send waits.
       std::this_thread::sleep_for(std::chrono::microseconds(kSendRetryMicros));
+      std::lock_guard<std::mutex> lock(link.mu);
+      if (SendBatchLocked(&link) != EAGAIN) break;
+      if (link.closing || stopped_.load(std::memory_order_acquire)) {
+        DropBatchLocked(&link, "the van is stopping or its connection closing");
+        break;
+      }
+      if (std::chrono::steady_clock::now() - began >= std::chrono::milliseconds(kSendTimeoutMs)) {
+        DropBatchLocked(&link, "its peer's queue had no room for " +
+                                   std::to_string(kSendTimeoutMs / 1000) + " s");
+        break;
+      }
     }
   }
   return left;
+}
+
+void ZmqVan::DropBatchLocked(Link* link, const std::string& why) {
+  LOG(WARNING) << "a batch of " << link->batch.messages() << " messages to " << link->endpoint
+               << " is lost: " << why;
+  link->batch.Take();
+  link->batch_has_own = false;
 }
 
 }  // namespace ps

@@ -241,7 +241,17 @@ void ZmqVan::DataReceiveLoop() {
       bool flush_when_idle = false;
       if (wait == Wait::kBlock && pending_any_.load(std::memory_order_acquire)) {
         const auto now = std::chrono::steady_clock::now();
-        if (now >= flush_retry_at_) {
+        if (now < flush_retry_at_) {
+          // Batches found no room lately: wait for input only until they may be tried
+          // again (nothing else would try them, nor send newer ones), then try.
+          zmq_pollitem_t item{receivers_[0].socket, 0, ZMQ_POLLIN, 0};
+          auto left = std::chrono::duration_cast<std::chrono::milliseconds>(flush_retry_at_ - now);
+          if (zmq_poll(&item, 1, static_cast<long>(left.count()) + 1) <= 0) {
+            flush_retry_at_ = {};
+            continue;
+          }
+          // Input: receive it (below) before trying again.
+        } else {
           if (batches_since_ == std::chrono::steady_clock::time_point{}) batches_since_ = now;
           if (now - batches_since_ >= kMaxBatchDelay) {
             FlushFromReceiveThread();
@@ -440,6 +450,8 @@ uint64_t ZmqVan::ReceiveWhileWaiting(const std::function<bool()>& done,
       break;
     }
   }
+  // And what the last messages it handled let go (it may park the socket).
+  FlushCoalesced(SendMode::kNonBlocking);
   return t_delivered_in_wait;
 }
 
