@@ -192,6 +192,8 @@ class ZmqVan : public Van {
   // receive thread wait for room whatever `mode` says. True when a batch that found no
   // room stays for a later flush.
   bool Flush(SendMode mode, bool own_blocking);
+  // Counts a message handed to a socket or a batch (`bytes`: meta and data frames).
+  void CountSent(const Message& msg, uint64_t bytes);
   // Discards the link's batch, saying why (a warning). Under link->mu.
   void DropBatchLocked(Link* link, const std::string& why);
   // The data receive thread's flush: its own messages wait for room (as its blocking

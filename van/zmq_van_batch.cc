@@ -68,12 +68,7 @@ Status ZmqVan::Coalesce(const std::shared_ptr<Peer>& peer, const Message& msg,
     break;
   }
   coalesced_messages_.fetch_add(1, std::memory_order_relaxed);
-  sent_messages_.fetch_add(1, std::memory_order_relaxed);
-  sent_bytes_.fetch_add(bytes, std::memory_order_relaxed);
-  if (msg.meta.request && msg.meta.push && msg.meta.control.empty()) {
-    push_request_bytes_.fetch_add(bytes, std::memory_order_relaxed);
-    push_requests_.fetch_add(1, std::memory_order_relaxed);
-  }
+  CountSent(msg, bytes);
   return Status::OK();
 }
 

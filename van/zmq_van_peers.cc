@@ -281,13 +281,17 @@ Status ZmqVan::Send(const Message& msg, SendMode mode, Channel channel) {
     shm.Commit();
   }
   shm_fallback_frames_.fetch_add(shm.fallbacks(), std::memory_order_relaxed);
+  CountSent(msg, bytes);
+  return Status::OK();
+}
+
+void ZmqVan::CountSent(const Message& msg, uint64_t bytes) {
   sent_messages_.fetch_add(1, std::memory_order_relaxed);
   sent_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   if (msg.meta.request && msg.meta.push && msg.meta.control.empty()) {
     push_request_bytes_.fetch_add(bytes, std::memory_order_relaxed);
     push_requests_.fetch_add(1, std::memory_order_relaxed);
   }
-  return Status::OK();
 }
 
 }  // namespace ps
