@@ -178,11 +178,16 @@ int main(int argc, char* argv[]) {
                   StatusMiB("VmRSS"));
     }
   }
-  // Once the work is done everywhere, every node reports its memory, then idles a
-  // while and reports again: a node that gives memory back when idle has done so.
+  // A worker reports its memory as its work ends, with everything it kept for speed.
+  // The run ends at a barrier of workers and servers; a second one makes sure every
+  // node is through the first, so no node reads its memory while a peer may still be
+  // giving back memory they share (HerdPS gives memory back at a barrier). Then every
+  // node reports, idles a while and reports again.
   if (!ps::IsScheduler()) {
+    if (ps::IsWorker()) PrintMemory(Role(), "right after the work");
     ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup + ps::kServerGroup);
-    PrintMemory(Role(), "right after the work");
+    ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup + ps::kServerGroup);
+    PrintMemory(Role(), "after the run's barrier");
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   PrintMemory(Role(), "after 2.5 s idle");

@@ -89,9 +89,15 @@ void Postoffice::Barrier(int customer_id, int node_group) {
   } else {
     Status s = SendControl(req);
     if (!s.ok()) throw Error("Barrier: cannot reach the scheduler: " + s.message());
+    // This node's work before the barrier is done: the memory kept for its bursts
+    // goes back while the others catch up (at most once per PS_IDLE_TRIM_MS).
+    TrimMemoryAtBarrier();
   }
   Status released = barriers_->WaitBeyond(key, seen);
   if (!released.ok()) throw Error("Barrier: " + released.message());
+  // A node that entered before its traffic ended (a server waiting for its workers'
+  // barrier) gives back what that traffic left, before the next phase starts.
+  TrimMemoryAtBarrier();
 }
 
 Status Postoffice::PrepareSend(Message& msg) {

@@ -239,8 +239,11 @@ void Postoffice::StartNodeTimers() {
     loop_->RunEvery(tick, [this] { ResendDue(); });
   }
   if (config_.idle_trim_ms > 0) {
-    idle_trimmer_->Start(std::chrono::milliseconds(config_.idle_trim_ms),
-                         std::chrono::steady_clock::now());
+    {
+      std::lock_guard<std::mutex> lock(trim_mu_);
+      idle_trimmer_->Start(std::chrono::milliseconds(config_.idle_trim_ms),
+                           std::chrono::steady_clock::now());
+    }
     auto tick = std::max(std::chrono::milliseconds(50),
                          std::chrono::milliseconds(config_.idle_trim_ms / 2));
     loop_->RunEvery(tick, [this] { TrimMemoryIfIdle(); });
@@ -257,18 +260,34 @@ void Postoffice::StartNodeTimers() {
 
 void Postoffice::TrimMemoryIfIdle() {
   VanStats stats = van_->stats();
+  std::lock_guard<std::mutex> lock(trim_mu_);
   if (!idle_trimmer_->Tick(stats.sent_bytes + stats.received_bytes,
                            std::chrono::steady_clock::now())) {
     return;
   }
-  // The kept buffers speed up the next burst of large messages; an idle node gives
-  // them back (glibc keeps freed heap, up to 1 GiB with PS_TUNE_MALLOC=1, and a
-  // shared-memory ring stays resident at its busiest).
+  GiveMemoryBack("idle");
+}
+
+void Postoffice::TrimMemoryAtBarrier() {
+  if (config_.idle_trim_ms <= 0 || is_scheduler()) return;
+  VanStats stats = van_->stats();
+  std::lock_guard<std::mutex> lock(trim_mu_);
+  if (!idle_trimmer_->AtBarrier(stats.sent_bytes + stats.received_bytes,
+                                std::chrono::steady_clock::now())) {
+    return;
+  }
+  GiveMemoryBack("at a barrier");
+}
+
+void Postoffice::GiveMemoryBack(const char* why) {
+  // The kept buffers speed up the next burst of large messages; a node between
+  // bursts gives them back (glibc keeps freed heap, up to 1 GiB with PS_TUNE_MALLOC=1,
+  // and a shared-memory ring stays resident at its busiest).
   uint64_t ring_bytes = van_->ReleaseIdleMemory();
   const size_t kept_bytes = ReleaseLargeBuffers();
   malloc_trim(0);
-  PS_VLOG(1) << "idle for " << config_.idle_trim_ms << " ms: gave free memory back ("
-             << (ring_bytes >> 20) << " MiB of shared-memory rings, " << (kept_bytes >> 20)
+  PS_VLOG(1) << why << ": gave free memory back (" << (ring_bytes >> 20)
+             << " MiB of shared-memory rings, " << (kept_bytes >> 20)
              << " MiB of large buffers kept for reuse, and malloc_trim)";
 }
 

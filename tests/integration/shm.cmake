@@ -3,8 +3,9 @@
 # frames through shared memory; a push split by server is written straight into lent
 # ring blocks, except with resend, and a pull's lent parts check answers that carry
 # keys by their hash; with PS_SHM=0 none; over ipc; with resend and injected
-# drops (resends get new ring blocks, duplicates are dropped); an idle node gives its
-# rings' free pages and malloc's kept memory back (PS_IDLE_TRIM_MS). shm_test.py: a worker
+# drops (resends get new ring blocks, duplicates are dropped); an idle node, and one
+# that enters a barrier after traffic, gives its rings' free pages and malloc's kept
+# memory back (PS_IDLE_TRIM_MS). shm_test.py: a worker
 # SIGKILLed while its ring is in use leaves nothing mapped in the survivors and no
 # shared-memory segment behind.
 herdps_node_test_app(shm_app shm_app.cc)
@@ -19,7 +20,9 @@ foreach(variant IN ITEMS
     "exact_with_a_small_ring_that_fills;-n;2;-s;1;--env;PS_SHM_BYTES=4194304;--;--expect_shm=1"
     "exact_with_resend_at_drop_rate_0.05;-n;2;-s;2;--env;PS_RESEND=1;--env;PS_DROP_RATE=0.05;--env;PS_RESEND_TIMEOUT=100;--;--expect_shm=1;--expect_lent=0"
     "then_idle_memory_goes_back;-n;1;-s;1;--env;PS_IDLE_TRIM_MS=250;--;--mode=idle;--expect_shm=1;--expect_release=1"
-    "then_idle_memory_stays_with_idle_trim_off;-n;1;-s;1;--env;PS_IDLE_TRIM_MS=0;--;--mode=idle;--expect_shm=1;--expect_release=0")
+    "then_idle_memory_stays_with_idle_trim_off;-n;1;-s;1;--env;PS_IDLE_TRIM_MS=0;--;--mode=idle;--expect_shm=1;--expect_release=0"
+    "then_a_barrier_gives_memory_back;-n;1;-s;1;--;--mode=barrier;--expect_shm=1;--expect_release=1"
+    "then_a_barrier_keeps_memory_with_idle_trim_off;-n;1;-s;1;--env;PS_IDLE_TRIM_MS=0;--;--mode=barrier;--expect_shm=1;--expect_release=0")
   herdps_launch_variant(integration.shm_push_pull_ shm_app "${variant}")
 endforeach()
 

@@ -31,6 +31,9 @@
 //         way, through the rings and malloc), drops everything it received, notes its
 //         RSS, then idles. --expect_release=1: at least 24 MiB must go back to the
 //         system within 20 s; 0: no more than 4 MiB may have after 2 s.
+//  barrier  The same work, then every node enters a barrier; the worker notes its RSS
+//         just before and just after. --expect_release=1: at least 24 MiB must have
+//         gone back by the time the barrier returns; 0: no more than 4 MiB.
 #include <gflags/gflags.h>
 #include <unistd.h>
 
@@ -47,7 +50,7 @@
 #include "app_expect.h"
 #include "ps/ps.h"
 
-DEFINE_string(mode, "exact", "exact | loop");
+DEFINE_string(mode, "exact", "exact | loop | idle | barrier");
 DEFINE_int32(rounds, 4, "exact: push rounds");
 DEFINE_int32(expect_shm, -1,
              "exact: 1: shared memory must have been used; 0: must not; -1: either");
@@ -55,7 +58,8 @@ DEFINE_int32(forever_rank, -1, "loop: this worker never stops");
 DEFINE_double(run_s, 10, "loop: how long the other workers run at most");
 DEFINE_string(stop_file, "", "loop: the other workers also stop once this file exists");
 DEFINE_string(marker, "", "ignored; lets the test driver find this run's processes");
-DEFINE_int32(expect_release, -1, "idle: 1: idle memory must go back; 0: must stay");
+DEFINE_int32(expect_release, -1,
+             "idle, barrier: 1: kept memory must go back; 0: must stay");
 DEFINE_string(answer_keys, "same",
               "exact: servers answer the split pull with the request's keys (same), a copy "
               "of them (copy), or a copy with the last key changed (wrong: the pull fails)");
@@ -256,21 +260,35 @@ double RssMiB() {
   return resident * (sysconf(_SC_PAGESIZE) / 1024.0) / 1024.0;
 }
 
-void RunIdle() {
-  ps::KVWorker<double> kv(0, 0);
+// Pushes and pulls 4 keys of 8 MiB at once, three times, and drops what came back.
+void MoveLargeValues(ps::KVWorker<double>* kv) {
   constexpr size_t kLen = (8 << 20) / 8;
   const std::vector<ps::Key> keys = {201, 202, 203, 204};
-  {
-    std::vector<double> vals(keys.size() * kLen, 1.0);
-    for (int round = 0; round < 3; ++round) {
-      ps::Status s = kv.Wait(kv.Push(keys, vals));
-      EXPECT(s.ok(), "push: %s", s.ToString().c_str());
-      std::vector<double> got;
-      s = kv.Wait(kv.Pull(keys, &got));
-      EXPECT(s.ok() && got.size() == vals.size() && got.back() == round + 1.0, "pull: %s",
-             s.ToString().c_str());
-    }
+  std::vector<double> vals(keys.size() * kLen, 1.0);
+  for (int round = 0; round < 3; ++round) {
+    ps::Status s = kv->Wait(kv->Push(keys, vals));
+    EXPECT(s.ok(), "push: %s", s.ToString().c_str());
+    std::vector<double> got;
+    s = kv->Wait(kv->Pull(keys, &got));
+    EXPECT(s.ok() && got.size() == vals.size() && got.back() == round + 1.0, "pull: %s",
+           s.ToString().c_str());
   }
+}
+
+void CheckReleased(double busy, double after, const char* when) {
+  Say("shm_app: %s rss after the work %.1f MiB, %s %.1f MiB", Me().c_str(), busy, when, after);
+  if (FLAGS_expect_release == 1) {
+    EXPECT(busy - after >= 24, "%s gave back only %.1f MiB %s", Me().c_str(), busy - after,
+           when);
+  } else if (FLAGS_expect_release == 0) {
+    EXPECT(busy - after <= 4, "%s gave back %.1f MiB %s with idle trimming off", Me().c_str(),
+           busy - after, when);
+  }
+}
+
+void RunIdle() {
+  ps::KVWorker<double> kv(0, 0);
+  MoveLargeValues(&kv);
   CheckStats(true, true);
   const double busy = RssMiB();
   // Released: looked at until 24 MiB went back or 20 s passed (the nodes' idle ticks
@@ -283,22 +301,35 @@ void RunIdle() {
     idle = RssMiB();
   } while (release && busy - idle < 24 &&
            std::chrono::steady_clock::now() - began < std::chrono::seconds(20));
-  Say("shm_app: %s rss after the work %.1f MiB, after %.1f s idle %.1f MiB", Me().c_str(), busy,
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(), idle);
-  if (FLAGS_expect_release == 1) {
-    EXPECT(busy - idle >= 24, "%s gave back only %.1f MiB while idle", Me().c_str(), busy - idle);
-  } else if (FLAGS_expect_release == 0) {
-    EXPECT(busy - idle <= 4, "%s gave back %.1f MiB with idle trimming off", Me().c_str(),
-           busy - idle);
-  }
+  char when[64];
+  std::snprintf(when, sizeof(when), "after %.1f s idle",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
+  CheckReleased(busy, idle, when);
+}
+
+void RunBarrier() {
+  ps::KVWorker<double> kv(0, 0);
+  MoveLargeValues(&kv);
+  CheckStats(true, true);
+  const double busy = RssMiB();
+  const auto began = std::chrono::steady_clock::now();
+  ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup + ps::kServerGroup);
+  const double after = RssMiB();
+  char when[64];
+  std::snprintf(when, sizeof(when), "right after a barrier of %.0f ms",
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                          began)
+                    .count());
+  CheckReleased(busy, after, when);
 }
 
 }  // namespace
 
 int main(int argc, char* argv[]) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
-  if (FLAGS_mode != "exact" && FLAGS_mode != "loop" && FLAGS_mode != "idle") {
-    std::fprintf(stderr, "shm_app: --mode must be exact, loop or idle\n");
+  if (FLAGS_mode != "exact" && FLAGS_mode != "loop" && FLAGS_mode != "idle" &&
+      FLAGS_mode != "barrier") {
+    std::fprintf(stderr, "shm_app: --mode must be exact, loop, idle or barrier\n");
     return 2;
   }
   try {
@@ -317,6 +348,10 @@ int main(int argc, char* argv[]) {
       if (FLAGS_mode == "exact") RunExact();
       if (FLAGS_mode == "loop") RunLoop();
       if (FLAGS_mode == "idle") RunIdle();
+      if (FLAGS_mode == "barrier") RunBarrier();
+    }
+    if (ps::IsServer() && FLAGS_mode == "barrier") {
+      ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup + ps::kServerGroup);
     }
     ps::Finalize(0, true);
     // A server that holds none of the keys (with several servers) has nothing to show.

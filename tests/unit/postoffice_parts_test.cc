@@ -167,6 +167,23 @@ TEST(IdleTrimmer, TrimsOncePerIdleSpellAfterTraffic) {
   EXPECT_TRUE(trimmer.Tick(16 << 20, t0 + milliseconds(1100)));
 }
 
+TEST(IdleTrimmer, ABarrierAfterTrafficTrimsAtOnceButAtMostOncePerPeriod) {
+  IdleTrimmer trimmer;
+  const auto t0 = IdleTrimmer::Clock::now();
+  trimmer.Start(milliseconds(100), t0);
+  EXPECT_FALSE(trimmer.AtBarrier(0, t0 + milliseconds(10))) << "no traffic yet";
+  EXPECT_TRUE(trimmer.AtBarrier(8 << 20, t0 + milliseconds(20))) << "right after traffic";
+  EXPECT_FALSE(trimmer.AtBarrier(16 << 20, t0 + milliseconds(60))) << "40 ms after the last";
+  // The traffic before the refused barrier still counts.
+  EXPECT_TRUE(trimmer.AtBarrier(16 << 20, t0 + milliseconds(130)));
+  EXPECT_FALSE(trimmer.Tick(16 << 20, t0 + milliseconds(500))) << "given back already";
+  EXPECT_FALSE(trimmer.AtBarrier(16 << 20, t0 + milliseconds(510))) << "no traffic since";
+  EXPECT_TRUE(trimmer.AtBarrier(24 << 20, t0 + milliseconds(600)));
+  EXPECT_FALSE(trimmer.AtBarrier(32 << 20, t0 + milliseconds(640)));
+  EXPECT_FALSE(trimmer.Tick(32 << 20, t0 + milliseconds(700))) << "idle 60 ms only";
+  EXPECT_TRUE(trimmer.Tick(32 << 20, t0 + milliseconds(741))) << "idle 101 ms";
+}
+
 TEST(DropInjector, DropsTheRateGivenRepeatablyFromItsSeed) {
   auto draws = [](double rate, uint64_t seed) {
     DropInjector drops;

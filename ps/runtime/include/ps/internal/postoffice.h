@@ -287,8 +287,11 @@ class Postoffice {
   void ResendDue();
   void ExpireEarlyMessages();
   void ExpireRequests();
-  // PS_IDLE_TRIM_MS: gives malloc's kept memory back once the van has been idle.
+  // PS_IDLE_TRIM_MS: gives the memory kept for speed back once the van has been idle
+  // (control loop), or while a barrier waits after traffic (the barrier's thread).
   void TrimMemoryIfIdle();
+  void TrimMemoryAtBarrier();
+  void GiveMemoryBack(const char* why);
   // The node cannot go on (scheduler gone, or declared dead): ends every request with
   // `why`, wakes barrier waiters, and exits the process non-zero shortly after.
   void GiveUp(const std::string& why);
@@ -348,6 +351,7 @@ class Postoffice {
   // Liveness, as this node sees the scheduler, and idle trimming (PS_IDLE_TRIM_MS).
   std::unique_ptr<SchedulerWatch> scheduler_watch_;
   std::unique_ptr<IdleTrimmer> idle_trimmer_;
+  std::mutex trim_mu_;  // idle_trimmer_, and one trim at a time
   std::atomic<bool> finalizing_{false};
   // When this node's first Start returned (its apps may serve from then), steady clock
   // ns; 0 before. Held requests get their grace from here.
