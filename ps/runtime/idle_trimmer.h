@@ -21,19 +21,27 @@ class IdleTrimmer {
   // One tick: `traffic_bytes` is the van's bytes sent + received so far. True once per
   // idle spell: time to give memory back.
   bool Tick(uint64_t traffic_bytes, Clock::time_point now);
-  // The node waits in a barrier: its own work before it is done. True when there was
-  // traffic since the last trim and the last trim is at least `idle` ago, so a loop
-  // of barriers gives memory back (and faults it in again) at most once per period.
+  // The node waits in a barrier: its own work before it is done. True when at least
+  // 1 MiB moved since the last trim (or a tick saw the node busy since) and the last
+  // trim is at least `idle` ago, so a loop of barriers gives memory back (and faults
+  // it in again) at most once per period. Leaves the ticks' own count alone.
   bool AtBarrier(uint64_t traffic_bytes, Clock::time_point now);
 
  private:
+  // Traffic below this per tick (heartbeats, ACKs, small requests) neither needs the
+  // large buffers malloc keeps nor counts as busy; nor does less since the last trim
+  // make a barrier trim.
+  static constexpr uint64_t kBusyBytes = 1 << 20;
+
   std::chrono::milliseconds idle_{0};
-  uint64_t bytes_seen_ = 0;   // traffic_bytes at the last tick
-  Clock::time_point busy_at_;  // the last tick that saw traffic
-  bool trimmed_ = true;        // nothing to give back before the first traffic
+  uint64_t bytes_seen_ = 0;     // traffic_bytes at the last tick
+  uint64_t bytes_at_trim_ = 0;  // traffic_bytes at the last trim
+  Clock::time_point busy_at_;   // the last tick that saw traffic
+  bool trimmed_ = true;         // nothing to give back before the first traffic
   Clock::time_point trimmed_at_;  // the last time Tick or AtBarrier said true
 
   void Note(uint64_t traffic_bytes, Clock::time_point now);
+  void Trimmed(uint64_t traffic_bytes, Clock::time_point now);
 };
 
 }  // namespace ps

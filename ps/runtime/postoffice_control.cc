@@ -259,8 +259,10 @@ void Postoffice::StartNodeTimers() {
 }
 
 void Postoffice::TrimMemoryIfIdle() {
+  // A barrier's thread trimming now: the control loop does not wait for it.
+  std::unique_lock<std::mutex> lock(trim_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
   VanStats stats = van_->stats();
-  std::lock_guard<std::mutex> lock(trim_mu_);
   if (!idle_trimmer_->Tick(stats.sent_bytes + stats.received_bytes,
                            std::chrono::steady_clock::now())) {
     return;
@@ -270,8 +272,8 @@ void Postoffice::TrimMemoryIfIdle() {
 
 void Postoffice::TrimMemoryAtBarrier() {
   if (config_.idle_trim_ms <= 0 || is_scheduler()) return;
-  VanStats stats = van_->stats();
   std::lock_guard<std::mutex> lock(trim_mu_);
+  VanStats stats = van_->stats();  // under the lock: the counts only grow between looks
   if (!idle_trimmer_->AtBarrier(stats.sent_bytes + stats.received_bytes,
                                 std::chrono::steady_clock::now())) {
     return;

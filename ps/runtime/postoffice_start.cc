@@ -4,6 +4,7 @@
 #include <glog/logging.h>
 #include <malloc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
@@ -12,6 +13,7 @@
 
 #include "barrier_releases.h"
 #include "drop_injector.h"
+#include "idle_trimmer.h"
 #include "inbound_channel.h"
 #include "join_state.h"
 #include "ps/internal/event_loop.h"
@@ -132,6 +134,13 @@ void Postoffice::ResetForStart() {
     key_ranges_.clear();
   }
   finalizing_ = false;
+  {
+    // The new van counts its traffic from zero; the start barrier may come before the
+    // control loop's timers start.
+    std::lock_guard<std::mutex> trim_lock(trim_mu_);
+    idle_trimmer_->Start(std::chrono::milliseconds(std::max(config_.idle_trim_ms, 0)),
+                         std::chrono::steady_clock::now());
+  }
   started_at_ns_ = 0;
   process_incarnation_ = RandomU64();
   for (int c = 0; c < 2; ++c) {

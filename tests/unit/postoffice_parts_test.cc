@@ -180,8 +180,48 @@ TEST(IdleTrimmer, ABarrierAfterTrafficTrimsAtOnceButAtMostOncePerPeriod) {
   EXPECT_FALSE(trimmer.AtBarrier(16 << 20, t0 + milliseconds(510))) << "no traffic since";
   EXPECT_TRUE(trimmer.AtBarrier(24 << 20, t0 + milliseconds(600)));
   EXPECT_FALSE(trimmer.AtBarrier(32 << 20, t0 + milliseconds(640)));
-  EXPECT_FALSE(trimmer.Tick(32 << 20, t0 + milliseconds(700))) << "idle 60 ms only";
-  EXPECT_TRUE(trimmer.Tick(32 << 20, t0 + milliseconds(741))) << "idle 101 ms";
+  // The ticks see the traffic after the last trim as theirs.
+  EXPECT_FALSE(trimmer.Tick(32 << 20, t0 + milliseconds(700))) << "busy since the last tick";
+  EXPECT_FALSE(trimmer.Tick(32 << 20, t0 + milliseconds(750))) << "idle 50 ms only";
+  EXPECT_TRUE(trimmer.Tick(32 << 20, t0 + milliseconds(801))) << "idle 101 ms";
+}
+
+TEST(IdleTrimmer, FrequentBarriersDoNotHideTrafficFromEither) {
+  // Barriers every 50 ms with 900 KiB between them for 5 s, then idle: the barriers
+  // trim at most once per period, and the idle check still trims after the last.
+  IdleTrimmer trimmer;
+  const auto t0 = IdleTrimmer::Clock::now();
+  trimmer.Start(milliseconds(1000), t0);
+  uint64_t bytes = 0;
+  int barrier_trims = 0;
+  int tick_trims = 0;
+  for (int ms = 50; ms <= 5000; ms += 50) {
+    bytes += 900 << 10;
+    if (trimmer.AtBarrier(bytes, t0 + milliseconds(ms))) ++barrier_trims;
+    if (ms % 500 == 0 && trimmer.Tick(bytes, t0 + milliseconds(ms))) ++tick_trims;
+  }
+  EXPECT_GE(barrier_trims, 4);
+  EXPECT_LE(barrier_trims, 5);
+  EXPECT_EQ(tick_trims, 0) << "busy all along";
+  EXPECT_FALSE(trimmer.Tick(bytes, t0 + milliseconds(5500)));
+  bool idle_trim = false;
+  for (int ms = 6000; ms <= 8000 && !idle_trim; ms += 500) {
+    idle_trim = trimmer.Tick(bytes, t0 + milliseconds(ms));
+  }
+  EXPECT_TRUE(idle_trim || barrier_trims == 5) << "the last phases' traffic went back";
+}
+
+TEST(IdleTrimmer, ACountThatGoesBackwardsIsANewVanNotTraffic) {
+  IdleTrimmer trimmer;
+  const auto t0 = IdleTrimmer::Clock::now();
+  trimmer.Start(milliseconds(100), t0);
+  EXPECT_TRUE(trimmer.AtBarrier(64 << 20, t0 + milliseconds(200)));
+  // A new van counting from zero, or a stale look taken before a later one.
+  EXPECT_FALSE(trimmer.AtBarrier(1 << 10, t0 + milliseconds(400)));
+  EXPECT_FALSE(trimmer.Tick(2 << 10, t0 + milliseconds(500)));
+  EXPECT_FALSE(trimmer.Tick(3 << 10, t0 + milliseconds(700)));
+  EXPECT_FALSE(trimmer.AtBarrier(4 << 10, t0 + milliseconds(800)));
+  EXPECT_TRUE(trimmer.AtBarrier(8 << 20, t0 + milliseconds(900)));
 }
 
 TEST(DropInjector, DropsTheRateGivenRepeatablyFromItsSeed) {

@@ -100,9 +100,9 @@ struct Config {
   // PS_IDLE_TRIM_MS: a node whose van has been idle (under 1 MiB of messages between
   // checks, every half period and at least 50 ms apart) for this long hands free
   // memory back to the system, once per idle spell: what malloc keeps (malloc_trim),
-  // the free pages of its shared-memory rings and its kept large buffers. It does the
-  // same when it enters and when it leaves a barrier after traffic, at most once per
-  // this period. 0: never.
+  // the free pages of its shared-memory rings and its kept large buffers. A worker or
+  // server does the same when it enters and when it leaves a barrier of several nodes
+  // after 1 MiB of traffic, at most once per this period. 0: never.
   int idle_trim_ms = 1000;
   // PS_CONSISTENCY: bsp | ssp:S | asp (default asp). Only the scheduler's counts: it
   // hands its model to every node that joins (a node whose own setting differs says
