@@ -31,10 +31,13 @@ SArray<char> AdoptFrame(zmq_msg_t* msg, std::atomic<uint64_t>* copied_bytes) {
   size_t size = zmq_msg_size(msg);
   if (size == 0 || reinterpret_cast<uintptr_t>(data) % kFrameAlignment != 0) {
     copied_bytes->fetch_add(size, std::memory_order_relaxed);
+    // The frame is ours from here on: it goes whether or not the copy can be made.
+    std::unique_ptr<zmq_msg_t, void (*)(zmq_msg_t*)> owned(msg, [](zmq_msg_t* m) {
+      zmq_msg_close(m);
+      delete m;
+    });
     SArray<char> copy;
     copy.CopyFrom(data, size);
-    zmq_msg_close(msg);
-    delete msg;
     return copy;
   }
   return SArray<char>(data, size, [msg](char*) {
