@@ -36,11 +36,12 @@ Status ZmqVan::Coalesce(const std::shared_ptr<Peer>& peer, const Message& msg,
   Link& link = peer->links[static_cast<int>(Channel::kData)];
   const uint64_t bytes = meta.size() + msg.DataBytes();
   const uint64_t added = SendBatch::MaxAddedBytes(meta, msg.data);
-  const std::string to = "node " + std::to_string(msg.meta.recipient);
+  // Named only when a send fails: no string is built per coalesced message.
+  auto to = [&msg] { return "node " + std::to_string(msg.meta.recipient); };
   auto began = std::chrono::steady_clock::now();
   for (;;) {
     std::unique_lock<std::mutex> lock(link.mu);
-    if (!link.socket) return Status::Unavailable("connection to " + to + " is closed");
+    if (!link.socket) return Status::Unavailable("connection to " + to() + " is closed");
     // A full batch goes first. One that finds no room holds this message back, as a
     // blocking send waits: a sender never piles up more than a batch per link.
     if (!link.batch.empty() && link.batch.bytes() + added > BatchLimit() &&
@@ -52,7 +53,7 @@ Status ZmqVan::Coalesce(const std::shared_ptr<Peer>& peer, const Message& msg,
         std::this_thread::sleep_for(std::chrono::microseconds(kSendRetryMicros));
         continue;
       }
-      return Status::Unavailable("send to " + to + " failed: " +
+      return Status::Unavailable("send to " + to() + " failed: " +
                                  (link.closing ? std::string("the connection is being closed")
                                                : "no room in its queue"));
     }
