@@ -14,6 +14,20 @@ constexpr size_t kMaxBodyBytes = 64 << 20;
 constexpr size_t kMaxIdentityBytes = 255;  // ZeroMQ's limit on routing ids
 constexpr size_t kMaxTokenBytes = 1024;
 constexpr size_t kMaxShmReasonBytes = 1024;
+// Metas up to this size (every KV request and answer) are built and parsed in one
+// protobuf message per thread, cleared between uses: its repeated fields keep their
+// room, which saves several allocations per message. Larger ones (a control message
+// with the node table, a large body) use a message of their own, so that no thread
+// keeps the room a large one took.
+constexpr size_t kReusedMetaBytes = 1024;
+
+// The thread's reusable message, cleared; or `local` for a large meta.
+herdps::wire::Meta* MetaFor(bool small, herdps::wire::Meta* local) {
+  if (!small) return local;
+  thread_local herdps::wire::Meta reused;
+  reused.Clear();
+  return &reused;
+}
 
 void ToWire(const Node& n, herdps::wire::Node* p) {
   p->set_id(n.id);
@@ -87,7 +101,10 @@ Status EncodeMeta(const Message& msg, const ShmFields& shm, std::string* out) {
                                      std::to_string(kMaxIdentityBytes) + " bytes");
     }
   }
-  herdps::wire::Meta p;
+  herdps::wire::Meta local;
+  herdps::wire::Meta& p =
+      *MetaFor(m.control.empty() && m.body.size() + m.status_message.size() < kReusedMetaBytes,
+               &local);
   p.set_head(m.head);
   p.set_app_id(m.app_id);
   p.set_customer_id(m.customer_id);
@@ -264,7 +281,8 @@ Status DecodeShmAnswer(const void* bytes, size_t size, ShmAnswerFields* answer) 
 
 Status DecodeMeta(const void* bytes, size_t size, const std::vector<size_t>& frame_sizes,
                   Meta* meta, ShmFields* shm) {
-  herdps::wire::Meta p;
+  herdps::wire::Meta local;
+  herdps::wire::Meta& p = *MetaFor(size <= kReusedMetaBytes, &local);
   if (size > static_cast<size_t>(std::numeric_limits<int>::max()) ||
       !p.ParseFromArray(bytes, static_cast<int>(size))) {
     return Status::InvalidArgument("meta frame of " + std::to_string(size) +

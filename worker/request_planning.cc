@@ -220,6 +220,8 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
                       const SArray<int>& lens, uint64_t value_len) {
     Message msg;
     msg.meta = head.meta;
+    msg.data.reserve(3);  // keys, values, lengths: each grown once, not three times
+    msg.meta.data_type.reserve(3);
     msg.meta.recipient = Postoffice::ServerRankToID(part.server);
     msg.meta.part = static_cast<uint32_t>(p->parts.size());
     if (part.chunk >= 0) {

@@ -58,14 +58,19 @@ class SArray {
   // ps-lite's form: wraps `data` without a copy. deletable: the SArray owns it and
   // frees it with delete[] when the last reference goes; false (the default): the
   // caller keeps ownership and must keep it alive while any SArray refers to it (for a
-  // Z* request: until the request finishes). A template so that only a bool selects
+  // Z* request: until the request finishes); ptr() then owns nothing (its use_count()
+  // is 0). A template so that only a bool selects
   // it (a deleter never converts to it).
   template <typename B, typename = std::enable_if_t<std::is_same<B, bool>::value>>
   SArray(V* data, size_t size, B deletable) {
     if (deletable) {
       reset(data, size, [](V* p) { delete[] p; });
     } else {
-      reset(data, size, [](V*) {});
+      // A pointer with no owner (aliasing an empty shared_ptr): nothing to free, so no
+      // control block either, which saves an allocation per view of an app's array.
+      size_ = size;
+      capacity_ = size;
+      ptr_ = std::shared_ptr<V>(std::shared_ptr<V>(), data);
     }
   }
   SArray(V* data, size_t size) : SArray(data, size, false) {}
