@@ -46,6 +46,10 @@ bool ZmqVan::SetPath(const std::string& path, bool on) {
     receive_in_wait_ = on;
     return true;
   }
+  if (path == "coalesce_first") {
+    coalesce_first_ = on;
+    return true;
+  }
   return false;
 }
 
@@ -112,6 +116,15 @@ Status ZmqVan::Start(const VanOptions& options, Handler handler) {
   }
   shm_on_ = options_.zmq.shm;
   coalesce_on_ = options_.zmq.coalesce;
+  coalesce_first_ = options_.zmq.coalesce_first;
+  if (coalesce_on_) {
+    lead_timer_ = std::make_unique<FlushTimer>(options_.zmq.coalesce_first_delay, [this] {
+      uint64_t sent = 0;
+      const bool left = Flush(SendMode::kNonBlocking, /*own_blocking=*/false, &sent);
+      if (sent > 0) deadline_flushes_.fetch_add(1, std::memory_order_relaxed);
+      return left;
+    });
+  }
   context_ = zmq_ctx_new();
   if (!context_) return Status::Internal("zmq_ctx_new failed: " + ZmqError());
   zmq_ctx_set(context_, ZMQ_MAX_SOCKETS, 65536);
@@ -215,6 +228,7 @@ void ZmqVan::Stop() {
     r.thread.join();
   }
   ReleaseWaiters();
+  if (lead_timer_) lead_timer_->Stop();
   // What app threads coalesced last goes out with the linger; a peer with no room left
   // in its queue does not hold Stop up.
   FlushCoalesced(SendMode::kNonBlocking);
@@ -273,6 +287,7 @@ VanStats ZmqVan::stats() const {
   s.received_in_wait = received_in_wait_.load();
   s.coalesced_messages = coalesced_messages_.load();
   s.sent_batches = sent_batches_.load();
+  s.deadline_flushes = deadline_flushes_.load();
   s.received_batches = received_batches_.load();
   s.refused_connections = guard_.refused_connections();
   if (gate_) {

@@ -31,6 +31,7 @@
 
 #include "connection_guard.h"
 #include "curve_gate.h"
+#include "flush_timer.h"
 #include "ps/internal/log_limiter.h"
 #include "ps/internal/van.h"
 #include "send_batch.h"
@@ -65,7 +66,7 @@ class ZmqVan : public Van {
   // waiting for the answer as for a first large message) if it was not yet.
   std::vector<SArray<char>> LendSendBuffers(int sender, int recipient,
                                             const std::vector<uint64_t>& sizes) override;
-  // "shm" and "receive_in_wait".
+  // "shm", "receive_in_wait" and "coalesce_first".
   bool SetPath(const std::string& path, bool on) override;
   void AdmitIdentity(const std::string& identity) override { guard_.Admit(identity); }
   void RemoveEndpointFiles() override;
@@ -190,8 +191,9 @@ class ZmqVan : public Van {
   int SendBatchLocked(Link* link);
   // FlushCoalesced, where `own_blocking` makes a batch holding messages of the data
   // receive thread wait for room whatever `mode` says. True when a batch that found no
-  // room stays for a later flush.
-  bool Flush(SendMode mode, bool own_blocking);
+  // room stays for a later flush (the FlushTimer is then armed, unless this runs on its
+  // thread). `sent`, if given, counts the batches this call put on sockets.
+  bool Flush(SendMode mode, bool own_blocking, uint64_t* sent = nullptr);
   // Counts a message handed to a socket or a batch (`bytes`: meta and data frames).
   void CountSent(const Message& msg, uint64_t bytes);
   // Discards the link's batch, saying why (a warning). Under link->mu.
@@ -314,11 +316,19 @@ class ZmqVan : public Van {
   std::mutex pending_mu_;
   std::vector<std::shared_ptr<Peer>> pending_peers_;
   std::atomic<bool> pending_any_{false};
+  // Sends what threads coalesced under a CoalesceHint with a deadline and nobody flushed
+  // (made by Start when coalescing is on; stopped by Stop before its last flush).
+  std::unique_ptr<FlushTimer> lead_timer_;
+  // VanOptions::ZeroMq::coalesce_first, SetPath("coalesce_first"): off, a CoalesceHint
+  // with a deadline coalesces nothing (a window's first request goes at once, as with
+  // no hint).
+  std::atomic<bool> coalesce_first_{true};
   // The data receive thread's (used by it only): since when batches wait (zero: not
   // known to), and before when it leaves those that found no room alone.
   std::chrono::steady_clock::time_point batches_since_{};
   std::chrono::steady_clock::time_point flush_retry_at_{};
-  std::atomic<uint64_t> coalesced_messages_{0}, sent_batches_{0}, received_batches_{0};
+  std::atomic<uint64_t> coalesced_messages_{0}, sent_batches_{0}, received_batches_{0},
+      deadline_flushes_{0};
   std::atomic<uint64_t> sent_messages_{0}, sent_bytes_{0}, received_messages_{0},
       received_bytes_{0}, dropped_messages_{0}, received_copied_bytes_{0},
       push_request_bytes_{0}, push_requests_{0};

@@ -20,12 +20,21 @@ namespace ps {
 namespace {
 
 thread_local bool t_coalesce_hint = false;
+thread_local bool t_coalesce_deadline = false;
 
 }  // namespace
 
-CoalesceHint::CoalesceHint(bool on) : outer_(t_coalesce_hint) { t_coalesce_hint = on; }
-CoalesceHint::~CoalesceHint() { t_coalesce_hint = outer_; }
+CoalesceHint::CoalesceHint(bool on, bool deadline)
+    : outer_(t_coalesce_hint), outer_deadline_(t_coalesce_deadline) {
+  t_coalesce_hint = on;
+  t_coalesce_deadline = on && deadline;
+}
+CoalesceHint::~CoalesceHint() {
+  t_coalesce_hint = outer_;
+  t_coalesce_deadline = outer_deadline_;
+}
 bool CoalesceHint::active() { return t_coalesce_hint; }
+bool CoalesceHint::deadline() { return t_coalesce_deadline; }
 
 uint64_t ZmqVan::BatchLimit() const {
   return std::min<uint64_t>(kBatchFlushBytes, static_cast<uint64_t>(options_.max_message_bytes));
@@ -64,10 +73,12 @@ Status ZmqVan::Coalesce(const std::shared_ptr<Peer>& peer, const Message& msg,
       // Under the link's mutex: a flush that takes the list after this finds the batch.
       std::lock_guard<std::mutex> pending_lock(pending_mu_);
       pending_peers_.push_back(peer);
-      pending_any_.store(true, std::memory_order_release);
+      pending_any_.store(true);  // sequentially consistent: see Flush
     }
     break;
   }
+  // After the append: a flush that disarms the timer before taking the batch sends it.
+  if (lead_timer_ && CoalesceHint::deadline() && !OnReceiveThread()) lead_timer_->Arm();
   coalesced_messages_.fetch_add(1, std::memory_order_relaxed);
   CountSent(msg, bytes);
   return Status::OK();
@@ -115,13 +126,22 @@ void ZmqVan::FlushFromReceiveThread() {
   if (Flush(SendMode::kNonBlocking, /*own_blocking=*/true)) flush_retry_at_ = now + kFlushRetry;
 }
 
-bool ZmqVan::Flush(SendMode mode, bool own_blocking) {
-  if (!pending_any_.load(std::memory_order_acquire)) return false;
+bool ZmqVan::Flush(SendMode mode, bool own_blocking, uint64_t* sent) {
+  // Before the batches are taken: one coalesced after this arms the timer again.
+  // Sequentially consistent with Coalesce's store of pending_any_ before its Arm: this
+  // either sees that batch or leaves that Arm standing.
+  if (lead_timer_) lead_timer_->Disarm();
+  if (!pending_any_.load()) return false;
   std::vector<std::shared_ptr<Peer>> peers;
   {
     std::lock_guard<std::mutex> lock(pending_mu_);
+    // Room for the batches that find none, made before anything is taken, so that
+    // putting one back rarely needs memory (others may list peers meanwhile).
+    std::vector<std::shared_ptr<Peer>> room;
+    room.reserve(pending_peers_.size());
     peers.swap(pending_peers_);
-    pending_any_.store(false, std::memory_order_relaxed);
+    pending_peers_.swap(room);
+    pending_any_.store(false);
   }
   // First every batch that finds room, so that a peer with a full queue holds up no
   // other; then those that wait for room, one after the other.
@@ -130,14 +150,17 @@ bool ZmqVan::Flush(SendMode mode, bool own_blocking) {
   for (const std::shared_ptr<Peer>& peer : peers) {
     Link& link = peer->links[static_cast<int>(Channel::kData)];
     std::lock_guard<std::mutex> lock(link.mu);
-    if (SendBatchLocked(&link) != EAGAIN) continue;
+    const bool had_batch = !link.batch.empty();
+    const int err = SendBatchLocked(&link);
+    if (err == 0 && had_batch && sent) ++*sent;
+    if (err != EAGAIN) continue;
     if (mode == SendMode::kBlocking || (own_blocking && link.batch_has_own)) {
       waiting.push_back(peer);
     } else if (!link.closing) {
       // No room: the batch stays for a later flush.
       std::lock_guard<std::mutex> pending_lock(pending_mu_);
       pending_peers_.push_back(peer);
-      pending_any_.store(true, std::memory_order_release);
+      pending_any_.store(true);
       left = true;
     } else {
       DropBatchLocked(&link, "its connection is being closed");
@@ -150,7 +173,10 @@ bool ZmqVan::Flush(SendMode mode, bool own_blocking) {
       // Without the link's mutex, as a blocking send waits.
       std::this_thread::sleep_for(std::chrono::microseconds(kSendRetryMicros));
       std::lock_guard<std::mutex> lock(link.mu);
-      if (SendBatchLocked(&link) != EAGAIN) break;
+      const bool had_batch = !link.batch.empty();
+      const int err = SendBatchLocked(&link);
+      if (err == 0 && had_batch && sent) ++*sent;
+      if (err != EAGAIN) break;
       if (link.closing || stopped_.load(std::memory_order_acquire)) {
         DropBatchLocked(&link, "the van is stopping or its connection closing");
         break;
@@ -162,6 +188,10 @@ bool ZmqVan::Flush(SendMode mode, bool own_blocking) {
       }
     }
   }
+  // What stays may be a first request nobody else will flush (no answer is coming that
+  // would make the receive thread flush): the timer tries again. Its own flush backs
+  // off instead.
+  if (left && lead_timer_ && !FlushTimer::OnTimerThread()) lead_timer_->Arm();
   return left;
 }
 

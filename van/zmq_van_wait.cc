@@ -214,7 +214,10 @@ bool ZmqVan::WaitForDataRole(std::unique_lock<std::mutex>& lock, bool* from_park
 bool ZmqVan::OnReceiveThread() const { return t_receive_thread_of == this; }
 
 bool ZmqVan::CoalescesOnThisThread() const {
-  return coalesce_on_ && (t_receive_thread_of == this || CoalesceHint::active());
+  if (!coalesce_on_) return false;
+  if (t_receive_thread_of == this) return true;
+  return CoalesceHint::active() &&
+         (!CoalesceHint::deadline() || coalesce_first_.load(std::memory_order_relaxed));
 }
 
 void ZmqVan::DataReceiveLoop() {

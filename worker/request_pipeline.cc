@@ -135,18 +135,35 @@ int RequestPipeline::Issue(PipelineRequest req, const char* what) {
   Stamp(req, *p, ts, id, clocks ? clocks->current() : -1, &messages);
   KeepSentParts(p.get(), messages);
   const std::vector<KeyForm> forms = KeyFormsOf(p->parts);  // before p moves
+  const bool has_callback = static_cast<bool>(p->callback);
   bool others_in_flight = false;
+  bool lead_waits = false;
   {
     // Registered before the first part leaves: its answer may come back at once.
     std::lock_guard<std::mutex> lock(mu_);
     others_in_flight = !pending_.empty();
+    if (others_in_flight) {
+      lead_followed_ = true;
+    } else {
+      // The first request of what is likely a window (the last first request was
+      // followed by others while requests were in flight), from an app that waits for
+      // its requests (it did since then): it waits in the batch for the others, so a
+      // window costs one send per server, not one more for its first request; the
+      // app's next wait sends them. One with a callback, or from an app that did not
+      // wait (callbacks, or pushes it never waits for), goes at once: nothing may
+      // flush it but the van's deadline.
+      const bool waited = waited_.exchange(false, std::memory_order_relaxed);
+      lead_waits = lead_followed_ && waited && !has_callback;
+      lead_followed_ = false;
+    }
     pending_.emplace(id, std::move(p));
   }
   // With other requests in flight the app is issuing a window: its small parts may go
   // together with the next ones, when it waits or when the receive thread has handled
-  // an answer to the others and runs out of input (Van::FlushCoalesced).
+  // an answer to the others and runs out of input (Van::FlushCoalesced). A first
+  // request that waits for the others goes by then too, or at the van's deadline.
   {
-    CoalesceHint coalesce(others_in_flight);
+    CoalesceHint coalesce(others_in_flight || lead_waits, /*deadline=*/lead_waits);
     for (size_t i = 0; i < messages.size(); ++i) SendPart(messages[i], forms[i]);
   }
   if (others_in_flight) {

@@ -133,6 +133,9 @@ Status ReadDataPath(const Getenv& getenv, Config* c) {
   if ((text = Lookup(getenv, "PS_COALESCE", nullptr))) {
     if (!(s = ParseBool("PS_COALESCE", text, &cfg.coalesce)).ok()) return s;
   }
+  if ((text = Lookup(getenv, "PS_COALESCE_FIRST", nullptr))) {
+    if (!(s = ParseBool("PS_COALESCE_FIRST", text, &cfg.coalesce_first)).ok()) return s;
+  }
   if ((text = Lookup(getenv, "PS_RECEIVE_IN_WAIT", nullptr))) {
     if (!(s = ParseBool("PS_RECEIVE_IN_WAIT", text, &cfg.receive_in_wait)).ok()) return s;
   }
@@ -340,7 +343,8 @@ const char* const Config::kNames[] = {
     "PS_DROP_SEED", "PS_LOSE_PUSH_ANSWER", "PS_CONSISTENCY", "PS_KEY_PLACEMENT",
     "PS_CHUNK_BYTES", "PS_JOB_TOKEN",
     "PS_SECURE", "PS_CURVE_SECRET_KEY", "PS_CURVE_SECRET_KEY_FILE", "PS_SHM", "PS_SHM_BYTES",
-    "PS_RECEIVE_IN_WAIT", "PS_COALESCE", "PS_KEY_ENCODING", "PS_KEY_CACHE_BYTES", "PS_CHECKPOINT_DIR",
+    "PS_RECEIVE_IN_WAIT", "PS_COALESCE", "PS_COALESCE_FIRST", "PS_KEY_ENCODING",
+    "PS_KEY_CACHE_BYTES", "PS_CHECKPOINT_DIR",
     "PS_CHECKPOINT_EVERY", "PS_REPLICATION", "PS_REPLICATE_ROUNDS", "PS_REREPLICATE_AFTER", "PS_RING_CHANGE_TIMEOUT",
     "PS_CATCH_UP_RATE",
     "PS_LEAVE_ON_SIGTERM",

@@ -192,6 +192,7 @@ void Postoffice::StartVan() {
   options.zmq.curve_secret_key = config_.curve_secret_key;  // PS_SECURE
   options.zmq.shm = config_.shm;  // PS_SHM
   options.zmq.coalesce = config_.coalesce;  // PS_COALESCE
+  options.zmq.coalesce_first = config_.coalesce_first;  // PS_COALESCE_FIRST
   options.zmq.shm_bytes = config_.shm_bytes;
   options.receive_in_wait = config_.receive_in_wait;  // PS_RECEIVE_IN_WAIT
   // Every node of the job opens two connections here (and a few more while joining);

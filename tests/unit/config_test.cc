@@ -631,6 +631,23 @@ TEST(Config, CoalesceDefaultsOnIsReadAndRefusesGarbage) {
   EXPECT_TRUE(Contains(s, "PS_COALESCE")) << s.ToString();
 }
 
+TEST(Config, CoalesceFirstDefaultsOnIsReadAndRefusesGarbage) {
+  Config c;
+  ASSERT_TRUE(Load(RequiredEnv(), &c).ok());
+  EXPECT_TRUE(c.coalesce_first);
+  Env env = RequiredEnv();
+  env["PS_COALESCE_FIRST"] = "0";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_FALSE(c.coalesce_first);
+  env["PS_COALESCE_FIRST"] = "1";
+  ASSERT_TRUE(Load(env, &c).ok());
+  EXPECT_TRUE(c.coalesce_first);
+  env["PS_COALESCE_FIRST"] = "sometimes";
+  Status s = Load(env, &c);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_TRUE(Contains(s, "PS_COALESCE_FIRST")) << s.ToString();
+}
+
 TEST(Config, ReplicationDefaultsToOneAndIsAtMostTheServers) {
   Config c;
   ASSERT_TRUE(Load(RequiredEnv(), &c).ok());

@@ -2,7 +2,8 @@
 // together in one frame arrive one by one, whole and in order; a server's receive
 // thread answers a burst in batches; a large message on the link goes after the batch
 // before it; what a user thread coalesced goes when the receive thread runs out of
-// input, or at Stop; off, nothing is batched.
+// input, at the van's deadline when its hint asked for one, or at Stop; off, nothing is
+// batched.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -160,6 +161,97 @@ TEST(Coalesce, TheReceiveThreadSendsWhatAUserThreadCoalescedWhenItRunsOutOfInput
   ASSERT_EQ(server.WaitFor(5), 5u);
   ExpectInOrder(server, 5, 8);
   EXPECT_EQ(client->stats().sent_batches, 1u);
+}
+
+// Waits up to 10 s for the van's deadline flushes to reach `n`.
+uint64_t DeadlineFlushesWithin10s(RecordingVan& van, uint64_t n) {
+  const auto until = Clock::now() + std::chrono::seconds(10);
+  while (van->stats().deadline_flushes < n && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return van->stats().deadline_flushes;
+}
+
+TEST(Coalesce, WhatAThreadCoalescedWithADeadlineGoesWithoutAFlush) {
+  // Longer than five sends take even on a busy machine: they go in one batch.
+  auto delay = [](VanOptions* o) { o->zmq.coalesce_first_delay = std::chrono::milliseconds(50); };
+  RecordingVan client(delay), server;
+  client.Reach(1, server);
+  {
+    // The first request of a window: nothing is on its way that would make anyone flush.
+    CoalesceHint hint(true, /*deadline=*/true);
+    for (int i = 1; i <= 5; ++i) {
+      ASSERT_TRUE(client->Send(Sized(1, i, 8), SendMode::kBlocking, Channel::kData).ok());
+    }
+  }
+  ASSERT_EQ(server.WaitFor(5), 5u);
+  ExpectInOrder(server, 5, 8);
+  ASSERT_GE(DeadlineFlushesWithin10s(client, 1), 1u);
+  VanStats c = client->stats();
+  EXPECT_EQ(c.coalesced_messages, 5u);
+  // Nothing else flushed: every batch went by the deadline (one, unless the sends were
+  // held up longer than the delay; the batch is counted before the flush that sent it).
+  EXPECT_GE(c.sent_batches, 1u);
+  EXPECT_EQ(DeadlineFlushesWithin10s(client, c.sent_batches), c.sent_batches);
+}
+
+TEST(Coalesce, AFlushBeforeTheDeadlineDisarmsIt) {
+  // A delay long against the pauses below, short for a test.
+  auto delay = [](VanOptions* o) { o->zmq.coalesce_first_delay = std::chrono::seconds(1); };
+  RecordingVan client(delay), server;
+  client.Reach(1, server);
+  for (int round = 1; round <= 20; ++round) {
+    {
+      CoalesceHint hint(true, /*deadline=*/true);
+      ASSERT_TRUE(client->Send(Sized(1, round, 8), SendMode::kBlocking, Channel::kData).ok());
+    }
+    client->FlushCoalesced();  // as a worker's Wait does
+  }
+  ASSERT_EQ(server.WaitFor(20), 20u);
+  ExpectInOrder(server, 20, 8);
+  EXPECT_EQ(client->stats().sent_batches, 20u);
+  // Had a flush left the first deadline armed, a message coalesced 0.6 s later would go
+  // with it, 0.4 s after; disarmed, its own deadline is a full second away.
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  {
+    CoalesceHint hint(true, /*deadline=*/true);
+    ASSERT_TRUE(client->Send(Sized(1, 21, 8), SendMode::kBlocking, Channel::kData).ok());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  EXPECT_EQ(server.count(), 20u);
+  EXPECT_EQ(client->stats().deadline_flushes, 0u);
+  ASSERT_EQ(server.WaitFor(21), 21u);
+  EXPECT_EQ(DeadlineFlushesWithin10s(client, 1), 1u);
+}
+
+TEST(Coalesce, WithCoalesceFirstOffAHintWithADeadlineCoalescesNothing) {
+  auto first_off = [](VanOptions* o) { o->zmq.coalesce_first = false; };
+  RecordingVan client(first_off), server;
+  client.Reach(1, server);
+  auto send_three = [&](int from) {
+    CoalesceHint hint(true, /*deadline=*/true);
+    for (int i = from; i < from + 3; ++i) {
+      ASSERT_TRUE(client->Send(Sized(1, i, 8), SendMode::kBlocking, Channel::kData).ok());
+    }
+  };
+  send_three(1);
+  ASSERT_EQ(server.WaitFor(3), 3u);
+  EXPECT_EQ(client->stats().coalesced_messages, 0u);
+  // Switched on at run time, the same hint coalesces (and the deadline sends them).
+  EXPECT_TRUE(client->SetPath("coalesce_first", true));
+  send_three(4);
+  ASSERT_EQ(server.WaitFor(6), 6u);
+  ExpectInOrder(server, 6, 8);
+  EXPECT_EQ(client->stats().coalesced_messages, 3u);
+  // A hint without a deadline coalesces either way.
+  EXPECT_TRUE(client->SetPath("coalesce_first", false));
+  {
+    CoalesceHint hint(true);
+    ASSERT_TRUE(client->Send(Sized(1, 7, 8), SendMode::kBlocking, Channel::kData).ok());
+  }
+  client->FlushCoalesced();
+  ASSERT_EQ(server.WaitFor(7), 7u);
+  EXPECT_EQ(client->stats().coalesced_messages, 4u);
 }
 
 TEST(Coalesce, StopSendsWhatWasCoalesced) {

@@ -169,15 +169,26 @@ class KVWorker : public SimpleApp {
 
   // Blocks until the request finishes; returns OK or the first error a server
   // reported (see the class comment).
-  Status Wait(int timestamp) override { return customer_->WaitRequest(timestamp); }
+  Status Wait(int timestamp) override {
+    pipeline_->NoteWaited();
+    return customer_->WaitRequest(timestamp);
+  }
   // As Wait, but returns Timeout after `timeout` if the request has not finished (the
   // request goes on).
   Status Wait(int timestamp, std::chrono::milliseconds timeout) {
+    pipeline_->NoteWaited();
     return customer_->WaitRequest(timestamp, timeout);
   }
   // Whether the request has finished: its Wait returns at once. A timestamp never
-  // issued counts as finished (its Wait returns InvalidArgument at once).
-  bool Finished(int timestamp) { return customer_->RequestIdOf(timestamp) == 0; }
+  // issued counts as finished (its Wait returns InvalidArgument at once). A request not
+  // finished yet is wanted now: what this node coalesced to send goes, as in Wait
+  // (without waiting for room in a peer's queue).
+  bool Finished(int timestamp) {
+    if (customer_->RequestIdOf(timestamp) == 0) return true;
+    pipeline_->NoteWaited();
+    if (Van* van = Postoffice::Get()->running_van()) van->FlushCoalesced(SendMode::kNonBlocking);
+    return false;
+  }
 
   // Ends this worker node's current clock (see ps/consistency.h and
   // docs/consistency.md): first waits until this KVWorker's pushes issued so far are

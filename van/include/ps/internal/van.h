@@ -73,8 +73,18 @@ struct VanOptions {
     // receive thread sends while more input waits for it (a server's answers to a
     // window of requests), or a thread sends inside a CoalesceHint, go to their peer
     // together, in one frame (van/send_batch.h), when the thread runs out of input or
-    // waits (docs/architecture.md, "Coalescing"). Off: every message goes on its own.
+    // waits, or (a CoalesceHint with a deadline) at the van's deadline
+    // (docs/architecture.md, "Coalescing"). Off: every message goes on its own.
     bool coalesce = true;
+    // PS_COALESCE_FIRST: what a thread sends under a CoalesceHint with a deadline (a
+    // worker's first request of a window) is coalesced too. Off: it goes at once, as
+    // with no hint. SetPath("coalesce_first") switches it at run time.
+    bool coalesce_first = true;
+    // How long what a thread coalesced under a CoalesceHint with a deadline may wait
+    // for the thread to flush it (by waiting) before the van sends it: longer than
+    // issuing a window of 64 small requests takes (about 0.2 ms on 2 cores), short
+    // against a request's round trip when the app does not wait.
+    std::chrono::microseconds coalesce_first_delay{500};
   } zmq;
 };
 
@@ -84,19 +94,24 @@ struct VanOptions {
 // thread whenever it runs out of input, the node's request sweep (every 200 ms). So set
 // one only while an answer is on its way that the receive thread will get, or flush
 // after: a worker issuing a request while others of its own are in flight, which then
-// costs one send per server for a window of requests. Not copyable; nests (the
-// innermost decides).
+// costs one send per server for a window of requests. With `deadline`, nothing need be
+// on its way: the van sends every waiting batch about
+// VanOptions::ZeroMq::coalesce_first_delay (0.5 ms) after this thread coalesced into
+// one, if nobody flushed before (a worker issuing the first request of what is likely a
+// window). Not copyable; nests (the innermost decides).
 class CoalesceHint {
  public:
-  explicit CoalesceHint(bool on);
+  explicit CoalesceHint(bool on, bool deadline = false);
   ~CoalesceHint();
   CoalesceHint(const CoalesceHint&) = delete;
   CoalesceHint& operator=(const CoalesceHint&) = delete;
-  // Whether the innermost hint on this thread is on.
+  // Whether the innermost hint on this thread is on, and whether it asks for a deadline.
   static bool active();
+  static bool deadline();
 
  private:
   bool outer_;
+  bool outer_deadline_;
 };
 
 // For a handler on a thread that hands on the messages of a batch (coalescing): defers
@@ -159,10 +174,14 @@ struct VanStats {
   // rather than by the data channel's receive thread; included in received_messages.
   uint64_t received_in_wait = 0;
   // Coalescing (VanOptions::ZeroMq::coalesce): messages sent in batches (included in
-  // sent_messages), the batches sent, and the batches received.
+  // sent_messages), the batches sent, and the batches received. deadline_flushes: the
+  // flushes by the van's deadline that sent something (batches that waited
+  // coalesce_first_delay after a CoalesceHint with a deadline and nobody flushed: an
+  // app that issued requests and did not wait, or a peer that had no room).
   uint64_t coalesced_messages = 0;
   uint64_t sent_batches = 0;
   uint64_t received_batches = 0;
+  uint64_t deadline_flushes = 0;
 };
 
 class Van {
@@ -251,9 +270,11 @@ class Van {
 
   // Switches one of this transport's paths on or off from now on, for benchmarks that
   // compare both sides of it in one run. `path` names it: the ZeroMQ van has "shm"
-  // (VanOptions::ZeroMq::shm; a van started without it stays off) and
-  // "receive_in_wait" (ReceiveWhileWaiting; VanOptions::receive_in_wait). False, and
-  // nothing changes, for a path this van does not have. Thread-safe.
+  // (VanOptions::ZeroMq::shm; a van started without it stays off), "receive_in_wait"
+  // (ReceiveWhileWaiting; VanOptions::receive_in_wait) and "coalesce_first" (what a
+  // thread sends under a CoalesceHint with a deadline is coalesced: a window's first
+  // request; off, it goes at once). False, and nothing changes, for a path this van
+  // does not have. Thread-safe.
   virtual bool SetPath(const std::string& path, bool on) {
     (void)path, (void)on;
     return false;

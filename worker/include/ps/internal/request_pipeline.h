@@ -147,6 +147,10 @@ class RequestPipeline {
   // Timestamps of pushes in flight (KVWorker::Clock waits for them).
   std::vector<int> PushesInFlight();
 
+  // The app waits for (or polls) its requests (KVWorker::Wait, Finished): a window's
+  // first request may then wait in its batch for the rest (Issue). Thread-safe.
+  void NoteWaited() { waited_.store(true, std::memory_order_relaxed); }
+
   struct Counters {
     uint64_t push_value_bytes = 0;  // value bytes of pushes as sent (encoded; parts sent
                                     // again after a failover or a miss count again)
@@ -336,6 +340,12 @@ class RequestPipeline {
   // can be split into the same chunks.
   std::unordered_map<Key, uint64_t> known_lens_;
   std::deque<uint64_t> held_;  // ids of held requests, in issue order
+  // Whether a request was issued while others were in flight since the last request
+  // issued with none (so the next such request likely starts a window). Under mu_.
+  bool lead_followed_ = false;
+  // Whether the app waited for a request since the last request issued with none in
+  // flight (NoteWaited; taken by Issue).
+  std::atomic<bool> waited_{false};
   // Read without mu_ on the hot path: a request that sees an answer is planned by it
   // at once, so no request waits once the answer is known.
   std::atomic<ChunkSupport> chunk_support_{ChunkSupport::kUnknown};

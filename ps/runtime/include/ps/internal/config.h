@@ -86,6 +86,12 @@ struct Config {
   // together, one frame per burst and peer (docs/architecture.md, "Coalescing"); 0
   // sends every message on its own.
   bool coalesce = true;
+  // PS_COALESCE_FIRST: 1 (default) lets a worker's first request of a window wait in
+  // its batch for the rest of the window, once the worker issues windows and waits for
+  // them (sent by its Wait, or about 0.5 ms later; docs/architecture.md, "Coalescing");
+  // 0 sends a request issued with nothing else in flight at once. Nothing without
+  // PS_COALESCE.
+  bool coalesce_first = true;
   // PS_KEY_ENCODING: 1 (default) sends sorted key lists of KV requests and answers as
   // key frames (ps/internal/key_frame.h) where that is shorter; 0 sends keys raw.
   bool key_encoding = true;
