@@ -59,8 +59,7 @@ class SArray {
   // frees it with delete[] when the last reference goes; false (the default): the
   // caller keeps ownership and must keep it alive while any SArray refers to it (for a
   // Z* request: until the request finishes); ptr() then owns nothing (its use_count()
-  // is 0). A template so that only a bool selects
-  // it (a deleter never converts to it).
+  // is 0). A template so that only a bool selects it (a deleter never converts to it).
   template <typename B, typename = std::enable_if_t<std::is_same<B, bool>::value>>
   SArray(V* data, size_t size, B deletable) {
     if (deletable) {
