@@ -9,8 +9,8 @@
 //   - once the app stops waiting (it polls NumInFlight), first requests go at once;
 //   - after that, requests one at a time go at once again;
 // and that the values pulled at the end are what it pushed. With PS_COALESCE_FIRST=0 it
-// checks instead that no first request waits (none batched, no deadline flush). Prints
-// "window_lead: ok", or what failed and exits 1.
+// checks instead that no first request waits (no window batched whole, no deadline
+// flush). Prints "window_lead: ok", or what failed and exits 1.
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -157,7 +157,7 @@ void RunWorker() {
          static_cast<unsigned long long>(after.coalesced_messages - before.coalesced_messages),
          kWindow);
 
-  // One at a time again: the last first request had no others after it.
+  // One at a time, waited for, after windows nobody waited for: each goes at once.
   before = Stats();
   PushOneAtATime(&kv, 50, 6.0f);
   after = Stats();
