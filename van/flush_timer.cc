@@ -29,45 +29,70 @@ int64_t FlushTimer::NowNs() {
       .count();
 }
 
-void FlushTimer::Arm() {
-  const int64_t now = NowNs();
-  last_arm_.store(now, std::memory_order_relaxed);
-  // An earlier deadline stays; none, or a later one (a retry backing off), becomes now.
+bool FlushTimer::ArmAt(int64_t at, int64_t* replaced) {
   int64_t armed = armed_at_.load();
-  while ((armed == 0 || armed > now) && !armed_at_.compare_exchange_weak(armed, now)) {
-  }
-  if (!running_.load(std::memory_order_acquire)) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_ || no_thread_) return;
-    if (!thread_.joinable()) {
-      try {
-        thread_ = std::thread([this] { Loop(); });
-      } catch (const std::system_error& e) {
-        // Without the thread, batches wait for the next flush from elsewhere (a node's
-        // request sweep makes one every 200 ms). Said once; not tried again.
-        no_thread_ = true;
-        LOG(ERROR) << "cannot start the thread that flushes coalesced messages: " << e.what();
-        return;
-      }
-      running_.store(true, std::memory_order_release);
+  while (armed == 0 || armed > at) {
+    if (armed_at_.compare_exchange_weak(armed, at)) {
+      *replaced = armed;
+      return true;
     }
-    return;  // the new thread looks at armed_at_ first
   }
+  return false;
+}
+
+void FlushTimer::WakeFor(int64_t replaced) {
   // Paired with Loop's store to sleeping_ before it checks armed_at_ (both sequentially
-  // consistent): either it sees this deadline, or this sees it asleep and wakes it.
-  if (sleeping_.load()) {
+  // consistent): either it sees this deadline, or this sees it asleep and wakes it. A
+  // deadline that replaced a later one (a retry backing off) wakes it from that wait.
+  if (sleeping_.load() || replaced != 0) {
     std::lock_guard<std::mutex> lock(mu_);
     cv_.notify_one();
   }
 }
 
-void FlushTimer::Disarm() { armed_at_.store(0); }
+bool FlushTimer::Arm() {
+  const int64_t now = NowNs();
+  last_arm_.store(now, std::memory_order_relaxed);
+  // An earlier deadline stays; none, or a later one (a retry backing off), becomes now.
+  int64_t replaced = 0;
+  const bool set = ArmAt(now, &replaced);
+  if (!running_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || no_thread_.load()) return false;
+    if (!thread_.joinable()) {
+      try {
+        thread_ = std::thread([this] { Loop(); });
+      } catch (const std::system_error& e) {
+        // Said once; not tried again. The callers then send what they coalesce at once.
+        no_thread_.store(true);
+        LOG(ERROR) << "cannot start the thread that flushes coalesced messages: " << e.what();
+        return false;
+      }
+      running_.store(true, std::memory_order_release);
+    }
+    return true;  // the new thread looks at armed_at_ first
+  }
+  if (set) WakeFor(replaced);
+  return true;
+}
+
+int64_t FlushTimer::Disarm() { return armed_at_.exchange(0); }
+
+void FlushTimer::Rearm(int64_t taken) {
+  if (taken == 0) {
+    Arm();  // starts the thread if need be; what a stopped timer leaves, Stop's caller sends
+    return;
+  }
+  int64_t replaced = 0;
+  if (ArmAt(taken, &replaced)) WakeFor(replaced);
+}
 
 void FlushTimer::Stop() {
   std::thread thread;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
+    running_.store(false, std::memory_order_release);  // Arm then sees stopping_
     thread = std::move(thread_);
   }
   cv_.notify_all();
@@ -100,9 +125,9 @@ void FlushTimer::Loop() {
       continue;
     }
     if (now < armed + delay_ns) {
-      // At most `delay` at a time: an Arm that brings the deadline forward (during a
-      // retry's backoff) wakes nobody, and is seen at the next look.
-      cv_.wait_for(lock, std::chrono::nanoseconds(std::min(armed + delay_ns - now, delay_ns)));
+      // Until it is due (a retry backing off: up to max_retry); an Arm or Rearm that
+      // brings it forward wakes this wait (WakeFor).
+      cv_.wait_for(lock, std::chrono::nanoseconds(armed + delay_ns - now));
       continue;
     }
     // Due. Taken only if nobody disarmed or re-armed meanwhile.

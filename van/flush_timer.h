@@ -10,8 +10,9 @@
 // Cost: the thread starts at the first Arm. While Arms keep coming it sleeps `delay`
 // at a time and looks, so an Arm is an atomic exchange with no system call; after
 // kLinger without an Arm it sleeps until the next one, which then wakes it. Either way
-// `flush` runs `delay` after the Arm (and the time the system takes to wake a thread;
-// up to `delay` more when the Arm came while a retry backed off).
+// `flush` runs `delay` after the Arm (and the time the system takes to wake a thread).
+// While a flush that left something backs off, the thread sleeps until the retry is
+// due; an Arm that brings it forward wakes it.
 //
 // Thread safety: Arm and Disarm from any thread. `flush` runs on the timer's own thread
 // and must not call back into the timer's Stop. Stop (or the destructor) ends the
@@ -53,11 +54,17 @@ class FlushTimer {
   FlushTimer& operator=(const FlushTimer&) = delete;
 
   // `flush` is to run `delay` from now unless Disarm comes first. An earlier deadline
-  // still pending stays; a later one (a retry backing off) is brought forward. After
-  // Stop: does nothing.
-  void Arm();
-  // What Arm asked for is done (the batches went). An Arm after it counts again.
-  void Disarm();
+  // still pending stays; a later one (a retry backing off) is brought forward. False
+  // when nothing will flush (after Stop, or the thread could not be started): the
+  // caller sends what it coalesced itself.
+  bool Arm();
+  // What Arm asked for is being done (a flush takes the batches). Returns the deadline
+  // taken back, for Rearm (0: none was pending). An Arm after it counts again.
+  int64_t Disarm();
+  // A flush that called Disarm left something behind (a peer with no room): puts back
+  // the deadline Disarm returned, so a retry that backs off keeps its pace, or arms one
+  // `delay` from now if there was none. An earlier deadline pending meanwhile stays.
+  void Rearm(int64_t taken);
   // Ends the thread (a pending deadline is dropped: the caller flushes what is left).
   void Stop();
 
@@ -68,12 +75,19 @@ class FlushTimer {
 
  private:
   void Loop();
+  // Makes `at` the time the pending deadline counts from, unless one as early is
+  // pending (false). `replaced`: the one it replaced (0: none).
+  bool ArmAt(int64_t at, int64_t* replaced);
+  // Wakes the thread if it would sleep past the deadline just set: asleep, or waiting
+  // for the `replaced` one (a retry backing off).
+  void WakeFor(int64_t replaced);
   static int64_t NowNs();
 
   const std::chrono::microseconds delay_;
   const std::chrono::milliseconds max_retry_;
   const std::function<bool()> flush_;
-  // When the pending deadline was armed (steady clock, ns); 0: none.
+  // When the pending deadline was armed (steady clock, ns; a retry that backs off is
+  // armed in the future); 0: none. The deadline is `delay` after it.
   std::atomic<int64_t> armed_at_{0};
   // The last Arm, pending or not (ns): the thread keeps looking for kLinger after it.
   std::atomic<int64_t> last_arm_{0};
@@ -81,11 +95,12 @@ class FlushTimer {
   std::atomic<bool> sleeping_{false};
   std::atomic<uint64_t> flushes_{0};
   LogLimiter throw_log_;  // flushes that threw
-  std::atomic<bool> running_{false};  // the thread was started (set under mu_)
-  std::mutex mu_;  // guards stopping_, no_thread_ and thread_; cv_ waits on it
+  std::atomic<bool> running_{false};  // the thread runs and Stop has not come (set under mu_)
+  std::mutex mu_;  // guards stopping_ and thread_; cv_ waits on it
   std::condition_variable cv_;
   bool stopping_ = false;
-  bool no_thread_ = false;  // the thread could not be started (Arm then does nothing)
+  // The thread could not be started (Arm then returns false).
+  std::atomic<bool> no_thread_{false};
   std::thread thread_;
 };
 

@@ -14,12 +14,15 @@ constexpr size_t kMaxBodyBytes = 64 << 20;
 constexpr size_t kMaxIdentityBytes = 255;  // ZeroMQ's limit on routing ids
 constexpr size_t kMaxTokenBytes = 1024;
 constexpr size_t kMaxShmReasonBytes = 1024;
-// Metas up to this size (every KV request and answer) are built and parsed in one
-// protobuf message per thread, cleared between uses: its repeated fields keep their
-// room, which saves several allocations per message. Larger ones (a control message
-// with the node table, a large body) use a message of their own, so that no thread
-// keeps the room a large one took.
+// Small metas (every KV request and answer) are built and parsed in one protobuf
+// message per thread, cleared between uses: its repeated fields keep their room, which
+// saves several allocations per message. Others use a message of their own, so that no
+// thread keeps the room a large one took: parsed, a meta over this size; built, one
+// with a control part (the node table), a body and status message of this size or
+// more, or more than kReusedMetaFrames data frames (each has a size, a type and maybe
+// a shared-memory descriptor).
 constexpr size_t kReusedMetaBytes = 1024;
+constexpr size_t kReusedMetaFrames = 16;
 
 // The thread's reusable message, cleared; or `local` for a large meta.
 herdps::wire::Meta* MetaFor(bool small, herdps::wire::Meta* local) {
@@ -103,7 +106,8 @@ Status EncodeMeta(const Message& msg, const ShmFields& shm, std::string* out) {
   }
   herdps::wire::Meta local;
   herdps::wire::Meta& p =
-      *MetaFor(m.control.empty() && m.body.size() + m.status_message.size() < kReusedMetaBytes,
+      *MetaFor(m.control.empty() && msg.data.size() <= kReusedMetaFrames &&
+                   m.body.size() + m.status_message.size() < kReusedMetaBytes,
                &local);
   p.set_head(m.head);
   p.set_app_id(m.app_id);

@@ -77,10 +77,14 @@ Status ZmqVan::Coalesce(const std::shared_ptr<Peer>& peer, const Message& msg,
     }
     break;
   }
-  // After the append: a flush that disarms the timer before taking the batch sends it.
-  if (lead_timer_ && CoalesceHint::deadline() && !OnReceiveThread()) lead_timer_->Arm();
   coalesced_messages_.fetch_add(1, std::memory_order_relaxed);
   CountSent(msg, bytes);
+  // After the append: a flush that disarms the timer before taking the batch sends it.
+  // A timer that cannot keep the deadline (its thread could not be started) leaves the
+  // sending to this thread, at once.
+  if (lead_timer_ && CoalesceHint::deadline() && !OnReceiveThread() && !lead_timer_->Arm()) {
+    Flush(SendMode::kNonBlocking, /*own_blocking=*/false);
+  }
   return Status::OK();
 }
 
@@ -130,7 +134,7 @@ bool ZmqVan::Flush(SendMode mode, bool own_blocking, uint64_t* sent) {
   // Before the batches are taken: one coalesced after this arms the timer again.
   // Sequentially consistent with Coalesce's store of pending_any_ before its Arm: this
   // either sees that batch or leaves that Arm standing.
-  if (lead_timer_) lead_timer_->Disarm();
+  const int64_t taken = lead_timer_ ? lead_timer_->Disarm() : 0;
   if (!pending_any_.load()) return false;
   std::vector<std::shared_ptr<Peer>> peers;
   {
@@ -189,9 +193,9 @@ bool ZmqVan::Flush(SendMode mode, bool own_blocking, uint64_t* sent) {
     }
   }
   // What stays may be a first request nobody else will flush (no answer is coming that
-  // would make the receive thread flush): the timer tries again. Its own flush backs
-  // off instead.
-  if (left && lead_timer_ && !FlushTimer::OnTimerThread()) lead_timer_->Arm();
+  // would make the receive thread flush): the timer tries again, at the pace of the
+  // retry it was backing off to if it was (Rearm). Its own flush backs off instead.
+  if (left && lead_timer_ && !FlushTimer::OnTimerThread()) lead_timer_->Rearm(taken);
   return left;
 }
 

@@ -210,14 +210,15 @@ TEST(Coalesce, AFlushBeforeTheDeadlineDisarmsIt) {
   ASSERT_EQ(server.WaitFor(20), 20u);
   ExpectInOrder(server, 20, 8);
   EXPECT_EQ(client->stats().sent_batches, 20u);
-  // Had a flush left the first deadline armed, a message coalesced 0.6 s later would go
-  // with it, 0.4 s after; disarmed, its own deadline is a full second away.
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  // Had a flush left the first deadline armed, a message coalesced 0.8 s later would go
+  // with it, 0.2 s after; disarmed, its own deadline is a full second away. Looked at
+  // 0.45 s after it: a sleep that overruns by up to 0.55 s does not fail the test.
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
   {
     CoalesceHint hint(true, /*deadline=*/true);
     ASSERT_TRUE(client->Send(Sized(1, 21, 8), SendMode::kBlocking, Channel::kData).ok());
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  std::this_thread::sleep_for(std::chrono::milliseconds(450));
   EXPECT_EQ(server.count(), 20u);
   EXPECT_EQ(client->stats().deadline_flushes, 0u);
   ASSERT_EQ(server.WaitFor(21), 21u);

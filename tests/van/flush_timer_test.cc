@@ -1,7 +1,8 @@
 // FlushTimer (van/flush_timer.h): an armed deadline flushes once, not before its delay;
 // Disarm cancels it; a flush that leaves something behind (or throws) is tried again,
-// later each time, and an Arm meanwhile brings the next try forward; Arms that come
-// after the timer went to sleep still flush; Stop ends it with nothing pending.
+// later each time, an Arm meanwhile brings the next try forward and a Rearm keeps its
+// pace; Arms that come after the timer went to sleep still flush; Stop ends it with
+// nothing pending, and Arm then says nothing will flush.
 #include "flush_timer.h"
 
 #include <gtest/gtest.h>
@@ -98,6 +99,41 @@ TEST(FlushTimer, AnArmDuringARetrysBackoffBringsTheDeadlineForward) {
   EXPECT_LT(Clock::now() - armed_at, std::chrono::milliseconds(500));
 }
 
+TEST(FlushTimer, AFlushFromElsewhereThatLeavesSomethingKeepsTheBackoffsPace) {
+  std::atomic<int> flushed{0};
+  FlushTimer timer(
+      std::chrono::milliseconds(1),
+      [&] {
+        flushed.fetch_add(1);
+        return true;  // a peer that never has room
+      },
+      /*max_retry=*/std::chrono::seconds(60));
+  EXPECT_TRUE(timer.Arm());
+  // Tries after 1, 2, 4, ... 512 ms; the next one is 1 s after the eleventh.
+  ASSERT_TRUE(ReachesWithin10s(flushed, 11));
+  const int before = flushed.load();
+  // Another thread's flushes (a receive thread's retries every millisecond) that find
+  // no room either: each takes the deadline back and puts it back.
+  const auto began = Clock::now();
+  while (Clock::now() - began < std::chrono::milliseconds(300)) {
+    timer.Rearm(timer.Disarm());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  // A Rearm taken as a new Arm would have made the timer try every millisecond.
+  EXPECT_LE(flushed.load(), before + 1);
+}
+
+TEST(FlushTimer, ARearmWithNoDeadlineTakenArmsOne) {
+  std::atomic<int> flushed{0};
+  FlushTimer timer(std::chrono::milliseconds(1), [&] {
+    flushed.fetch_add(1);
+    return false;
+  });
+  EXPECT_EQ(timer.Disarm(), 0);  // nothing armed yet
+  timer.Rearm(0);  // a flush that left something with no deadline pending
+  ASSERT_TRUE(ReachesWithin10s(flushed, 1));
+}
+
 TEST(FlushTimer, AFlushThatThrowsIsLoggedAndTriedAgain) {
   std::atomic<int> flushed{0};
   FlushTimer timer(std::chrono::milliseconds(1), [&]() -> bool {
@@ -158,11 +194,11 @@ TEST(FlushTimer, StopEndsTheThreadAndLaterArmsDoNothing) {
     flushed.fetch_add(1);
     return false;
   });
-  timer->Arm();
+  EXPECT_TRUE(timer->Arm());
   const auto began = Clock::now();
   timer->Stop();  // the 30 s deadline does not hold Stop up
   EXPECT_LT(Clock::now() - began, std::chrono::seconds(10));
-  timer->Arm();
+  EXPECT_FALSE(timer->Arm());  // nothing will flush: the caller sends at once
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(flushed.load(), 0);
   timer.reset();  // a second Stop, from the destructor

@@ -273,7 +273,8 @@ class Van {
   // (VanOptions::ZeroMq::shm; a van started without it stays off), "receive_in_wait"
   // (ReceiveWhileWaiting; VanOptions::receive_in_wait) and "coalesce_first" (what a
   // thread sends under a CoalesceHint with a deadline is coalesced: a window's first
-  // request; off, it goes at once). False, and nothing changes, for a path this van
+  // request; off, it goes at once; a van started without VanOptions::ZeroMq::coalesce
+  // coalesces nothing either way). False, and nothing changes, for a path this van
   // does not have. Thread-safe.
   virtual bool SetPath(const std::string& path, bool on) {
     (void)path, (void)on;

@@ -147,7 +147,7 @@ class RequestPipeline {
   // Timestamps of pushes in flight (KVWorker::Clock waits for them).
   std::vector<int> PushesInFlight();
 
-  // The app waits for (or polls) its requests (KVWorker::Wait, Finished): a window's
+  // The app waits for (or polls) its requests (KVWorker::Wait, Finished, Clock): a window's
   // first request may then wait in its batch for the rest (Issue). Thread-safe.
   void NoteWaited() { waited_.store(true, std::memory_order_relaxed); }
 
