@@ -357,6 +357,13 @@ def added(app, f, how):
             env.update(PS_CHECKPOINT_DIR=periodic, PS_CHECKPOINT_EVERY="3600s")
         nodes = start_counters(job, app, args, leave_on_sigterm=remove, env_over=env,
                                copies=copies)
+        # The checks below take every key to be on a server before the add: on a slow
+        # machine ADD_AT_S may not be enough for the workers to push each once.
+        if not f.expect(wait_until(lambda: all(
+                "every key acknowledged" in nodes[f"worker {r}"].text()
+                for r in range(WORKERS)), 60),
+                "the workers did not push every key within 60 s"):
+            return
         scheduler = nodes["scheduler"]
         template = nodes["server 0"]
         added_env = {k: v for k, v in template.env.items() if k != "PS_RANK"}

@@ -106,6 +106,10 @@ int RunWorker() {
   Say("worker %d pid %d started", rank, static_cast<int>(getpid()));
   const double started = WallNow();
   std::vector<uint32_t> acks_per_bucket;  // per 50 ms since `started`
+  // Keys of acknowledged pushes, said once all are (a test that adds a server waits for
+  // it: then every key is on a server before the add).
+  std::vector<bool> key_acknowledged(static_cast<size_t>(std::max(FLAGS_keys, 0)), false);
+  size_t keys_acknowledged = 0;
   // Pushes issued and not waited for yet (their timestamps and keys, oldest first), and
   // the keys of failed pushes, pushed again.
   struct InFlight {
@@ -165,6 +169,16 @@ int RunWorker() {
       const size_t bucket = static_cast<size_t>((WallNow() - started) / 0.05);
       if (bucket >= acks_per_bucket.size()) acks_per_bucket.resize(bucket + 1, 0);
       ++acks_per_bucket[bucket];
+      if (keys_acknowledged < key_acknowledged.size()) {
+        for (ps::Key key : keys) {
+          if (key < key_acknowledged.size() && !key_acknowledged[key]) {
+            key_acknowledged[key] = true;
+            if (++keys_acknowledged == key_acknowledged.size()) {
+              Say("worker %d: every key acknowledged", rank);
+            }
+          }
+        }
+      }
       continue;
     }
     again.push_back(std::move(keys));
