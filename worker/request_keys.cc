@@ -21,7 +21,7 @@ SentKeyLists* RequestPipeline::SentLists() {
   return sent_lists_.get();
 }
 
-void RequestPipeline::EncodeBorrowedRuns(const PipelineRequest& req,
+void RequestPipeline::EncodeBorrowedRuns(const PipelineRequest& req, Pending* p,
                                          std::vector<Message>* messages) {
   const Config& config = Postoffice::Get()->config();
   // Failover splits a part by its raw keys (part_failover.cc): they stay raw there.
@@ -29,7 +29,8 @@ void RequestPipeline::EncodeBorrowedRuns(const PipelineRequest& req,
       SendsPartsAgain()) {
     return;
   }
-  for (Message& msg : *messages) {
+  for (size_t i = 0; i < messages->size() && i < p->parts.size(); ++i) {
+    Message& msg = (*messages)[i];
     const char* caller_keys = reinterpret_cast<const char*>(req.keys.data());
     if (msg.data.empty() || msg.data[0].data() != caller_keys || msg.meta.data_type.empty() ||
         msg.meta.data_type[0] != DataType::kUInt64) {
@@ -37,7 +38,14 @@ void RequestPipeline::EncodeBorrowedRuns(const PipelineRequest& req,
     }
     const SArray<Key> keys(msg.data[0]);
     // Only one run: such a list never goes as a list id, so nothing needs it raw later.
-    if (IsOneRun(keys.data(), keys.size())) EncodeKeysFrame(&msg, KeyShape::kOneRun);
+    if (!IsOneRun(keys.data(), keys.size())) continue;
+    if (msg.meta.pull) {
+      // Its answer is checked against these keys' hash, not a copy of them.
+      Part& part = p->parts[i];
+      part.asked_hash = HashKeys(keys.data(), keys.size());
+      part.asked_by_hash = true;
+    }
+    EncodeKeysFrame(&msg, KeyShape::kOneRun);
   }
 }
 
@@ -54,6 +62,7 @@ std::vector<RequestPipeline::KeyForm> RequestPipeline::KeyFormsOf(
 void RequestPipeline::RememberAsked(Pending* p, const std::vector<Message>& messages) {
   for (size_t i = 0; i < messages.size(); ++i) {
     Part& part = p->parts[i];
+    if (part.asked_by_hash) continue;  // remembered when its keys were encoded
     const SArray<Key> keys(messages[i].data[0]);
     if (part.keys_lent) {
       part.asked_hash = HashKeys(keys.data(), keys.size());

@@ -112,7 +112,10 @@ int RequestPipeline::Issue(PipelineRequest req, const char* what) {
   std::vector<Message> messages;
   Plan(req, what, chunked, p.get(), &messages);
   if (req.push && compress_pushes_) Encode(req, *p, &messages);
-  if (req.borrowed && !req.pull) EncodeBorrowedRuns(req, &messages);
+  if (req.borrowed) {
+    EncodeBorrowedRuns(req, p.get(), &messages);
+    LendBorrowedFrames(req, p.get(), &messages);
+  }
   OwnBorrowedData(req, &messages);
   if (req.pull) RememberAsked(p.get(), messages);
 

@@ -105,6 +105,40 @@ void OwnRequestArrays(PipelineRequest* req) {
   req->borrowed = false;
 }
 
+void RequestPipeline::LendBorrowedFrames(const PipelineRequest& req, Pending* p,
+                                         std::vector<Message>* messages) {
+  if (!req.borrowed) return;
+  const size_t key_bytes = req.keys.size() * sizeof(Key);
+  const size_t lens_bytes = req.lens.size() * sizeof(int);
+  for (size_t i = 0; i < messages->size() && i < p->parts.size(); ++i) {
+    Message& msg = (*messages)[i];
+    Part& part = p->parts[i];
+    if (part.lent || msg.data.empty()) continue;
+    std::vector<uint64_t> sizes(msg.data.size(), 0);
+    bool views = false;
+    for (size_t f = 0; f < msg.data.size(); ++f) {
+      const char* at = msg.data[f].data();
+      if (Within(at, req.keys.data(), key_bytes) || Within(at, req.vals.data(), req.vals.size()) ||
+          Within(at, req.lens.data(), lens_bytes)) {
+        sizes[f] = msg.data[f].size();
+        views = true;
+      }
+    }
+    // A part kept to go again (or whose key list may go as an id) needs arrays of its
+    // own; KeepSentParts asks the same of the keys frame as it is now.
+    if (!views || KeepsSentPart(msg.data[0].size())) continue;
+    std::vector<SArray<char>> lent =
+        Postoffice::Get()->LendSendBuffers(Postoffice::ServerRankToID(part.server), sizes);
+    for (size_t f = 0; f < msg.data.size() && f < lent.size(); ++f) {
+      if (sizes[f] == 0 || lent[f].size() != sizes[f]) continue;
+      std::memcpy(lent[f].data(), msg.data[f].data(), sizes[f]);
+      msg.data[f] = lent[f];
+      part.lent = true;
+      if (f == 0) part.keys_lent = true;
+    }
+  }
+}
+
 void OwnBorrowedData(const PipelineRequest& req, std::vector<Message>* messages) {
   if (!req.borrowed) return;
   const size_t key_bytes = req.keys.size() * sizeof(Key);

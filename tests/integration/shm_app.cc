@@ -13,14 +13,16 @@
 //         checked: every value must be rounds * W(W+1)/2 * Base(key, j) exactly.
 //         Then each worker pushes one double to each of 2 million keys at once (a push
 //         split by server, 8 MiB and more of keys per part: over key caching's bound,
-//         so never kept) and pulls them back: W(W+1)/2 * Base(key, 0) each. The servers
+//         so never kept; with one server, the app's vectors as they are, keys in one
+//         run: a key frame and the values) and pulls them back: W(W+1)/2 *
+//         Base(key, 0) each. The servers
 //         answer that pull with the request's own keys, or with --answer_keys=copy a
 //         copy of them (which the worker checks against its part's keys), or with
 //         --answer_keys=wrong a copy whose last key differs: the pull must fail saying so.
 //         --expect_shm=1: each node's van must have sent and received frames through
 //         shared memory (workers: pushes out, answers in; servers: the reverse) and
 //         dropped nothing; 0: no frame went through shared memory. --expect_lent=1: the
-//         workers' split pushes were written in place in lent ring blocks
+//         workers' pushes of 2 million keys were written in place in lent ring blocks
 //         (Van::LendSendBuffers, VanStats::shm_lent_frames); 0: nothing was.
 //  loop   Each worker pushes and pulls a 1 MiB key of its own, checking each pull,
 //         and prints "shm_app: worker <rank> shm in use" once its van has both sent and

@@ -296,12 +296,20 @@ class RequestPipeline {
   // Buffers the van lends for a part to server `rank` (Van::LendSendBuffers), sizes[0]
   // its raw keys' bytes; every entry empty for a part kept after it is sent.
   std::vector<SArray<char>> LendForPart(int rank, const std::vector<uint64_t>& sizes);
-  // A borrowed push's parts whose keys are the caller's whole key list, one run
+  // A borrowed request's parts whose keys are the caller's whole key list, one run
   // (ps-lite's benchmark at one server): encoded now, a few bytes, instead of copied
-  // (PipelineRequest::borrowed) and then encoded at SendPart. Not with failover
-  // (SendsPartsAgain), which splits parts by their raw keys, nor for a
-  // pull, whose parts keep their raw keys to check answers against (Part::asked).
-  void EncodeBorrowedRuns(const PipelineRequest& req, std::vector<Message>* messages);
+  // (PipelineRequest::borrowed) and then encoded at SendPart. A pull's part remembers
+  // the hash of those keys to check its answer against (Part::asked_by_hash). Not with
+  // failover (SendsPartsAgain), which splits parts by their raw keys.
+  void EncodeBorrowedRuns(const PipelineRequest& req, Pending* p,
+                          std::vector<Message>* messages);
+  // A borrowed request's frames that are views of the caller's arrays, in parts sent
+  // once (not kept: KeepsSentPart): copied straight into buffers the van lends
+  // (Van::LendSendBuffers, a shared-memory ring to a server on this host), where it
+  // lends them, instead of into memory of their own that the van then copies into the
+  // ring. Such a part is lent (Part::lent; Part::keys_lent for its keys, which then go
+  // raw). What stays a view is copied by OwnBorrowedData.
+  void LendBorrowedFrames(const PipelineRequest& req, Pending* p, std::vector<Message>* messages);
   SentKeyLists* SentLists();  // made at the first call
   // Prepares the part's keys, counts what it pushes (resends included), and sends; a
   // part that cannot leave fails as if its server had answered the error. May block on
