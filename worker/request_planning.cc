@@ -85,6 +85,10 @@ std::vector<ServerShare> SplitPushByServer(const ConsistentHashRing& ring, int n
   return shares;
 }
 
+// No transport lends a block for a frame under this (the ZeroMQ van's shared-memory
+// rings take frames of 64 KiB and more): smaller requests do not ask.
+constexpr size_t kLendFromBytes = 64 << 10;
+
 bool Within(const void* at, const void* base, size_t bytes) {
   const uintptr_t p = reinterpret_cast<uintptr_t>(at), b = reinterpret_cast<uintptr_t>(base);
   return bytes > 0 && p >= b && p < b + bytes;
@@ -118,6 +122,7 @@ void RequestPipeline::LendBorrowedFrames(const PipelineRequest& req, Pending* p,
     bool views = false;
     for (size_t f = 0; f < msg.data.size(); ++f) {
       const char* at = msg.data[f].data();
+      if (msg.data[f].size() < kLendFromBytes) continue;
       if (Within(at, req.keys.data(), key_bytes) || Within(at, req.vals.data(), req.vals.size()) ||
           Within(at, req.lens.data(), lens_bytes)) {
         sizes[f] = msg.data[f].size();
