@@ -147,6 +147,13 @@ bool ZmqVan::Flush(SendMode mode, bool own_blocking, uint64_t* sent) {
     pending_peers_.swap(room);
     pending_any_.store(false);
   }
+  // Sends the link's batch (under link.mu), counting it in `sent` if it went.
+  auto send_counted = [sent, this](Link* link) {
+    const bool had_batch = !link->batch.empty();
+    const int err = SendBatchLocked(link);
+    if (err == 0 && had_batch && sent) ++*sent;
+    return err;
+  };
   // First every batch that finds room, so that a peer with a full queue holds up no
   // other; then those that wait for room, one after the other.
   std::vector<std::shared_ptr<Peer>> waiting;
@@ -154,10 +161,7 @@ bool ZmqVan::Flush(SendMode mode, bool own_blocking, uint64_t* sent) {
   for (const std::shared_ptr<Peer>& peer : peers) {
     Link& link = peer->links[static_cast<int>(Channel::kData)];
     std::lock_guard<std::mutex> lock(link.mu);
-    const bool had_batch = !link.batch.empty();
-    const int err = SendBatchLocked(&link);
-    if (err == 0 && had_batch && sent) ++*sent;
-    if (err != EAGAIN) continue;
+    if (send_counted(&link) != EAGAIN) continue;
     if (mode == SendMode::kBlocking || (own_blocking && link.batch_has_own)) {
       waiting.push_back(peer);
     } else if (!link.closing) {
@@ -177,10 +181,7 @@ bool ZmqVan::Flush(SendMode mode, bool own_blocking, uint64_t* sent) {
       // Without the link's mutex, as a blocking send waits.
       std::this_thread::sleep_for(std::chrono::microseconds(kSendRetryMicros));
       std::lock_guard<std::mutex> lock(link.mu);
-      const bool had_batch = !link.batch.empty();
-      const int err = SendBatchLocked(&link);
-      if (err == 0 && had_batch && sent) ++*sent;
-      if (err != EAGAIN) break;
+      if (send_counted(&link) != EAGAIN) break;
       if (link.closing || stopped_.load(std::memory_order_acquire)) {
         DropBatchLocked(&link, "the van is stopping or its connection closing");
         break;

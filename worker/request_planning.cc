@@ -94,6 +94,14 @@ bool Within(const void* at, const void* base, size_t bytes) {
   return bytes > 0 && p >= b && p < b + bytes;
 }
 
+// Whether a message frame is a view of one of a borrowed request's caller arrays.
+bool ViewsCallerArrays(const PipelineRequest& req, const SArray<char>& frame) {
+  const char* at = frame.data();
+  return Within(at, req.keys.data(), req.keys.size() * sizeof(Key)) ||
+         Within(at, req.vals.data(), req.vals.size()) ||
+         Within(at, req.lens.data(), req.lens.size() * sizeof(int));
+}
+
 }  // namespace
 
 void OwnRequestArrays(PipelineRequest* req) {
@@ -112,8 +120,6 @@ void OwnRequestArrays(PipelineRequest* req) {
 void RequestPipeline::LendBorrowedFrames(const PipelineRequest& req, Pending* p,
                                          std::vector<Message>* messages) {
   if (!req.borrowed) return;
-  const size_t key_bytes = req.keys.size() * sizeof(Key);
-  const size_t lens_bytes = req.lens.size() * sizeof(int);
   for (size_t i = 0; i < messages->size() && i < p->parts.size(); ++i) {
     Message& msg = (*messages)[i];
     Part& part = p->parts[i];
@@ -121,10 +127,7 @@ void RequestPipeline::LendBorrowedFrames(const PipelineRequest& req, Pending* p,
     std::vector<uint64_t> sizes(msg.data.size(), 0);
     bool views = false;
     for (size_t f = 0; f < msg.data.size(); ++f) {
-      const char* at = msg.data[f].data();
-      if (msg.data[f].size() < kLendFromBytes) continue;
-      if (Within(at, req.keys.data(), key_bytes) || Within(at, req.vals.data(), req.vals.size()) ||
-          Within(at, req.lens.data(), lens_bytes)) {
+      if (msg.data[f].size() >= kLendFromBytes && ViewsCallerArrays(req, msg.data[f])) {
         sizes[f] = msg.data[f].size();
         views = true;
       }
@@ -146,15 +149,9 @@ void RequestPipeline::LendBorrowedFrames(const PipelineRequest& req, Pending* p,
 
 void OwnBorrowedData(const PipelineRequest& req, std::vector<Message>* messages) {
   if (!req.borrowed) return;
-  const size_t key_bytes = req.keys.size() * sizeof(Key);
-  const size_t lens_bytes = req.lens.size() * sizeof(int);
   for (Message& msg : *messages) {
     for (SArray<char>& data : msg.data) {
-      if (Within(data.data(), req.keys.data(), key_bytes) ||
-          Within(data.data(), req.vals.data(), req.vals.size()) ||
-          Within(data.data(), req.lens.data(), lens_bytes)) {
-        data = OwnedCopy(data);
-      }
+      if (ViewsCallerArrays(req, data)) data = OwnedCopy(data);
     }
   }
 }
