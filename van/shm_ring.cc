@@ -9,6 +9,8 @@
 #include <cstring>
 #include <random>
 
+#include "ps/internal/page_prefault.h"
+
 namespace ps {
 namespace {
 
@@ -153,13 +155,8 @@ void ShmRing::ReclaimLocked(bool take_stale_in_flight) {
 }
 
 void ShmRing::Prefault(uint64_t offset, uint64_t bytes) {
-#ifdef MADV_POPULATE_WRITE
-  const uint64_t begin = offset / kPageBytes * kPageBytes;
-  const uint64_t end = std::min(offset + bytes, bytes_);
-  if (end > begin) madvise(base_ + begin, end - begin, MADV_POPULATE_WRITE);
-#else
-  (void)offset, (void)bytes;
-#endif
+  if (offset >= bytes_) return;
+  PrefaultPages(base_ + offset, std::min(bytes, bytes_ - offset));
 }
 
 uint64_t ShmRing::ReleaseFreePages() {

@@ -80,9 +80,9 @@ class ShmRing {
   uint64_t ReleaseFreePages();
 
   // Makes the `bytes` of the ring from `offset` resident now (the whole pages they
-  // touch), in one call rather than a page fault per 4 KiB as frames are written in (a
-  // first large message would take ~15000 faults per 64 MiB). Best effort: nothing
-  // happens where the kernel lacks the call.
+  // touch), ahead rather than a page fault per 4 KiB as frames are written in (a first
+  // large message would take ~15000 faults per 64 MiB), split over a few threads
+  // (PrefaultPages). Best effort: nothing happens where the kernel lacks the call.
   void Prefault(uint64_t offset, uint64_t bytes);
 
   // Bytes of blocks not yet back (written, in flight or held by the peer).

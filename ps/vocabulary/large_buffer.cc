@@ -1,5 +1,5 @@
-// NewLargeBuffer: large buffers mapped on huge-page boundaries, kept for reuse (see the
-// header).
+// NewLargeBuffer: large buffers mapped from the kernel, made resident up front and kept
+// for reuse (see the header).
 #include "ps/internal/large_buffer.h"
 
 #include <sys/mman.h>
@@ -9,12 +9,15 @@
 #include <new>
 #include <vector>
 
+#include "ps/internal/page_prefault.h"
+
 namespace ps {
 namespace {
 
-constexpr size_t kHugePage = size_t{2} << 20;
-// Below this a buffer comes from operator new: the huge-page rounding would waste more
-// than the faults cost.
+// Mappings are made in steps of this, so that a kept one fits buffers of nearby sizes.
+constexpr size_t kMapStep = size_t{2} << 20;
+// Below this a buffer comes from operator new: the rounding would waste more than the
+// faults cost.
 constexpr size_t kMapFrom = size_t{8} << 20;
 
 size_t RoundUp(size_t x, size_t to) { return (x + to - 1) / to * to; }
@@ -87,21 +90,11 @@ FreeMappings& Free() {
   return *free;
 }
 
-char* MapHugeAligned(size_t length) {
-  // One huge page more than needed, so that an aligned start lies inside; the slack on
-  // both sides goes back at once.
-  void* raw = mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) throw std::bad_alloc();
-  const uintptr_t first = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t start = RoundUp(first, kHugePage);
-  const size_t head = start - first;
-  if (head) munmap(raw, head);
-  if (kHugePage - head) munmap(reinterpret_cast<char*>(start) + length, kHugePage - head);
-  char* data = reinterpret_cast<char*>(start);
-  // Advice only: without huge pages the buffer works the same, with small pages.
-  (void)madvise(data, length, MADV_HUGEPAGE);
-  return data;
+char* MapFresh(size_t length) {
+  void* data = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (data == MAP_FAILED) throw std::bad_alloc();
+  PrefaultPages(data, length);
+  return static_cast<char*>(data);
 }
 
 }  // namespace
@@ -110,9 +103,9 @@ SArray<char> NewLargeBuffer(size_t bytes) {
   if (bytes < kMapFrom) {
     return SArray<char>(new char[bytes ? bytes : 1], bytes, [](char* p) { delete[] p; });
   }
-  size_t length = RoundUp(bytes, kHugePage);
+  size_t length = RoundUp(bytes, kMapStep);
   char* data = Free().Take(length, &length);
-  if (!data) data = MapHugeAligned(length);
+  if (!data) data = MapFresh(length);
   return SArray<char>(data, bytes, [length](char* p) { Free().Give(p, length); });
 }
 

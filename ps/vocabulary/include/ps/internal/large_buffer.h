@@ -2,18 +2,20 @@
 // parts of a request split over servers, a pulled answer put back in the caller's
 // order, frames copied out of shared memory).
 //
-// A buffer of 8 MiB or more is mapped from the kernel on 2 MiB boundaries and marked
-// for transparent huge pages (madvise MADV_HUGEPAGE; where the kernel leaves huge
-// pages to the program, as Debian's default does), so that filling it takes one page
-// fault per 2 MiB instead of one per 4 KiB: on 10 million keys the faults, not the
-// copies, were most of a request's time. Smaller buffers come from operator new. The
-// memory is not zero-filled. Nothing here changes the process's allocator settings.
+// A buffer of 8 MiB or more is mapped from the kernel and made resident before it is
+// handed out (PrefaultPages: its page faults taken at once, split over a few threads),
+// so that filling it is a plain copy: on 10 million keys the faults, not the copies,
+// were most of a request's time. The mapping is not marked for transparent huge pages:
+// on a virtual machine that hands free memory back to its host, a fresh huge page took
+// about twice as long to fault in as its 512 small pages (docs/performance.md). Smaller
+// buffers come from operator new. The memory is not zero-filled. Nothing here changes
+// the process's allocator settings.
 //
 // A mapping whose last SArray goes is kept, up to kMaxKeptBytes in all, and handed to
 // the next buffer that needs between 4/5 of its size and all of it: its pages are
 // already there, so that buffer costs neither page faults nor the kernel's zeroing
-// (each fresh huge page is cleared before use: on 10 million keys per request that was
-// a fifth of the worker's time). ReleaseLargeBuffers gives the kept mappings back; an
+// (each fresh page is cleared before use: on 10 million keys per request that was a
+// fifth of the worker's time). ReleaseLargeBuffers gives the kept mappings back; an
 // idle node does so (PS_IDLE_TRIM_MS).
 //
 // Thread safety: safe from any thread. Errors: throws std::bad_alloc when the memory
