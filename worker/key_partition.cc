@@ -16,9 +16,14 @@ KeyPartition PartitionKeys(const ConsistentHashRing& ring, int num_servers, cons
 
 Status ValidateKVPairsShape(const char* what, const Key* keys, size_t num_keys, size_t num_vals,
                             const int* lens, size_t num_lens, bool need_vals) {
+  return ValidateKVPairsShape(what, keys, num_keys, num_vals, lens, num_lens, need_vals, false);
+}
+
+Status ValidateKVPairsShape(const char* what, const Key* keys, size_t num_keys, size_t num_vals,
+                            const int* lens, size_t num_lens, bool need_vals, bool keys_ascend) {
   std::string call(what);
   if (num_keys > UINT32_MAX) return Status::InvalidArgument(call + ": too many keys in one call");
-  const size_t i = FirstUnsortedKey(keys, num_keys);
+  const size_t i = keys_ascend ? num_keys : FirstUnsortedKey(keys, num_keys);
   if (i < num_keys) {
     return Status::InvalidArgument(
         call + ": keys must be sorted ascending without duplicates, but key[" +

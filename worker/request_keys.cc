@@ -21,14 +21,16 @@ SentKeyLists* RequestPipeline::SentLists() {
   return sent_lists_.get();
 }
 
-void RequestPipeline::EncodeBorrowedRuns(const PipelineRequest& req, Pending* p,
-                                         std::vector<Message>* messages) {
+bool RequestPipeline::EncodesKeysAtIssue() {
   const Config& config = Postoffice::Get()->config();
   // Failover splits a part by its raw keys (part_failover.cc): they stay raw there.
-  if (!config.key_encoding || !key_encoding_.load(std::memory_order_relaxed) ||
-      SendsPartsAgain()) {
-    return;
-  }
+  return config.key_encoding && key_encoding_.load(std::memory_order_relaxed) &&
+         !SendsPartsAgain();
+}
+
+void RequestPipeline::EncodeBorrowedRuns(const PipelineRequest& req, Pending* p,
+                                         std::vector<Message>* messages) {
+  if (!EncodesKeysAtIssue()) return;
   for (size_t i = 0; i < messages->size() && i < p->parts.size(); ++i) {
     Message& msg = (*messages)[i];
     const char* caller_keys = reinterpret_cast<const char*>(req.keys.data());
@@ -38,7 +40,8 @@ void RequestPipeline::EncodeBorrowedRuns(const PipelineRequest& req, Pending* p,
     }
     const SArray<Key> keys(msg.data[0]);
     // Only one run: such a list never goes as a list id, so nothing needs it raw later.
-    if (!IsOneRun(keys.data(), keys.size())) continue;
+    const bool whole = keys.size() == req.keys.size();
+    if (!(whole ? OneRun(p->key_shape, keys) : IsOneRun(keys.data(), keys.size()))) continue;
     if (msg.meta.pull) {
       // Its answer is checked against these keys' hash, not a copy of them.
       Part& part = p->parts[i];
@@ -62,7 +65,8 @@ std::vector<RequestPipeline::KeyForm> RequestPipeline::KeyFormsOf(
 void RequestPipeline::RememberAsked(Pending* p, const std::vector<Message>& messages) {
   for (size_t i = 0; i < messages.size(); ++i) {
     Part& part = p->parts[i];
-    if (part.asked_by_hash) continue;  // remembered when its keys were encoded
+    // Remembered when its keys were encoded; a run part checks against its bitmap.
+    if (part.asked_by_hash || part.is_run()) continue;
     const SArray<Key> keys(messages[i].data[0]);
     if (part.keys_lent) {
       part.asked_hash = HashKeys(keys.data(), keys.size());

@@ -117,6 +117,54 @@ struct RequestPipeline::Part {
   // Split, after its server died, into parts for the servers that took its keys over:
   // it has no answer of its own (its pieces do).
   bool replaced = false;
+  // A pull's part of a request whose keys are one run, split over servers: its keys
+  // went as a bitmap key frame (KeyForm::kBitmap), kept here in place of positions
+  // (none are made: 4 bytes a key): bit j of the bitmap at run_frame[run_bits] stands
+  // for position run_from + j, and run_keys bits are set.
+  SArray<char> run_frame;
+  size_t run_bits = 0;
+  size_t run_from = 0;
+  size_t run_keys = 0;
+
+  bool is_run() const { return run_keys > 0; }
+  // How many of the request's keys the part holds; 0 for a part of all of them.
+  size_t key_count() const { return is_run() ? run_keys : positions.size(); }
+  // Calls f(position) for each key of a run part, in order.
+  template <typename F>
+  void ForEachRunPosition(F f) const {
+    const unsigned char* bits = reinterpret_cast<const unsigned char*>(run_frame.data()) + run_bits;
+    const size_t bytes = run_frame.size() - run_bits;
+    for (size_t i = 0; i < bytes; i += 8) {
+      uint64_t word = 0;
+      std::memcpy(&word, bits + i, bytes - i < 8 ? bytes - i : 8);  // little-endian
+      while (word) {
+        f(run_from + i * 8 + static_cast<size_t>(__builtin_ctzll(word)));
+        word &= word - 1;
+      }
+    }
+  }
+  // to[position] = from[j] for its j-th key, in values of `bytes` bytes (a run part).
+  void ScatterRunValues(size_t bytes, const char* from, char* to) const {
+    if (bytes == 4) return ScatterRun<4>(bytes, from, to);
+    if (bytes == 8) return ScatterRun<8>(bytes, from, to);
+    ScatterRun<0>(bytes, from, to);
+  }
+  template <size_t kBytes>
+  void ScatterRun(size_t bytes, const char* from, char* to) const {
+    const size_t b = kBytes ? kBytes : bytes;
+    ForEachRunPosition([&](size_t at) {
+      std::memcpy(to + at * b, from, kBytes ? kBytes : bytes);
+      from += b;
+    });
+  }
+  // Its positions, made from the bitmap for a run part.
+  std::vector<uint32_t> AllPositions() const {
+    if (!is_run()) return positions;
+    std::vector<uint32_t> all;
+    all.reserve(run_keys);
+    ForEachRunPosition([&all](size_t at) { all.push_back(static_cast<uint32_t>(at)); });
+    return all;
+  }
 };
 
 // A request issued while the server app's answer on chunks is not in yet: registered
@@ -134,6 +182,9 @@ struct RequestPipeline::Pending {
   bool pull = false;
   std::function<void()> callback;
   size_t num_keys = 0;
+  // IsOneRun of the request's keys, asked once by Issue (one pass over them stands for
+  // the check that they ascend); kUnknown for a request planned later (held).
+  KeyShape key_shape = KeyShape::kUnknown;
   // The request's keys; empty when it borrowed them (PipelineRequest::borrowed) and no
   // key is chunked: a pull's parts then check their answers against Part::asked.
   SArray<Key> keys;
@@ -154,6 +205,13 @@ struct RequestPipeline::Pending {
   // When it was issued: its latency (NodeActivity) is from here to Finish.
   std::chrono::steady_clock::time_point issued_at;
 };
+
+// Whether a request's `keys` are one run (IsOneRun): `known` (Pending::key_shape, the
+// answer Issue kept), or asked now.
+inline bool OneRun(KeyShape known, const SArray<Key>& keys) {
+  if (known != KeyShape::kUnknown) return known == KeyShape::kOneRun;
+  return IsOneRun(keys.data(), keys.size());
+}
 
 }  // namespace ps
 

@@ -76,13 +76,17 @@ int RequestPipeline::Issue(PipelineRequest req, const char* what) {
   if (req.vals.size() % elem_size_ != 0) {
     throw Error(std::string(what) + ": values are not a whole number of elements");
   }
+  // One pass that stops early on keys that are not one run; on keys that are, it
+  // stands for the check that they ascend, and the planning and the encoders reuse it.
+  const bool one_run = IsOneRun(req.keys.data(), req.keys.size());
   Status s = ValidateKVPairsShape(what, req.keys.data(), req.keys.size(),
                                   req.vals.size() / elem_size_, req.lens.data(), req.lens.size(),
-                                  req.push);
+                                  req.push, one_run);
   if (!s.ok()) throw Error(s.message());
   if (req.pull && !req.deliver) throw Error(std::string(what) + ": no output array given");
 
   auto p = std::make_unique<Pending>();
+  p->key_shape = one_run ? KeyShape::kOneRun : KeyShape::kNotOneRun;
   p->callback = std::move(req.callback);
   p->push = req.push;
   p->pull = req.pull;
@@ -352,7 +356,7 @@ Status RequestPipeline::TakeAnswer(Part& part, const Pending& p, Message& msg) {
   Status s = DecodeKeysFrame(&msg, limit / sizeof(Key));
   if (!s.ok()) return s;
   const std::vector<uint32_t>& pos = part.positions;
-  const size_t expect = pos.empty() ? p.num_keys : pos.size();
+  const size_t expect = part.is_run() ? part.run_keys : pos.empty() ? p.num_keys : pos.size();
   if (msg.meta.compression != 0) {
     s = type_ == DataType::kFloat
             ? DecodeCompressedValues(&msg, limit,
@@ -371,7 +375,12 @@ Status RequestPipeline::TakeAnswer(Part& part, const Pending& p, Message& msg) {
     // The answer must be for exactly the keys this part asked for.
     const SArray<Key>& got = part.answer.keys;
     bool same = got.size() == expect;
-    if (same && part.asked.size() == expect) {
+    if (same && part.is_run()) {
+      // Rare (a handle that answers with keys of its own): the bitmap decoded again.
+      SArray<Key> asked;
+      same = DecodeKeyFrame(part.run_frame.data(), part.run_frame.size(), expect, &asked).ok() &&
+             std::equal(got.begin(), got.end(), asked.begin());
+    } else if (same && part.asked.size() == expect) {
       same = std::equal(got.begin(), got.end(), part.asked.begin());
     } else if (same && part.asked_by_hash) {
       same = HashKeys(got.data(), got.size()) == part.asked_hash;
@@ -510,7 +519,7 @@ bool RequestPipeline::AssembleSameWidth(Pending& p, SArray<char>* vals, SArray<i
   for (const Part& part : p.parts) {
     if (part.replaced) continue;
     const KVFrames& a = part.answer;
-    const size_t k = part.positions.size();
+    const size_t k = part.key_count();
     if (part.chunk >= 0 || !a.lens.empty() || k == 0) return false;
     const size_t w = a.vals.size() / elem_size_ / k;
     if (!first && w != width) return false;
@@ -524,7 +533,11 @@ bool RequestPipeline::AssembleSameWidth(Pending& p, SArray<char>* vals, SArray<i
   *vals = ResultBuffer(p, total);
   for (const Part& part : p.parts) {
     if (part.replaced) continue;
-    ScatterValues(part.positions, bytes, part.answer.vals.data(), vals->data());
+    if (part.is_run()) {
+      part.ScatterRunValues(bytes, part.answer.vals.data(), vals->data());
+    } else {
+      ScatterValues(part.positions, bytes, part.answer.vals.data(), vals->data());
+    }
   }
   if (p.wants_lens) lens->resize(n, static_cast<int>(width));
   return true;
@@ -546,12 +559,23 @@ Status RequestPipeline::Assemble(Pending& p, SArray<char>* vals, SArray<int>* le
   if (AssembleSameWidth(p, vals, lens)) return Status::OK();
   // Several parts: place each part's values at its keys' positions.
   std::vector<uint64_t> key_lens(n, 0);
-  for (const Part& part : p.parts) {
+  // A run part's positions, made from its bitmap: this path (keys of different
+  // lengths) is not the one such parts are for.
+  std::vector<std::vector<uint32_t>> run_positions(p.parts.size());
+  for (size_t j = 0; j < p.parts.size(); ++j) {
+    if (p.parts[j].is_run() && !p.parts[j].replaced) run_positions[j] = p.parts[j].AllPositions();
+  }
+  auto positions_of = [&](size_t j) -> const std::vector<uint32_t>& {
+    return p.parts[j].is_run() ? run_positions[j] : p.parts[j].positions;
+  };
+  for (size_t j = 0; j < p.parts.size(); ++j) {
+    const Part& part = p.parts[j];
     if (part.chunk >= 0 || part.replaced) continue;
     const KVFrames& a = part.answer;
-    const size_t k = part.positions.size();
+    const std::vector<uint32_t>& pos = positions_of(j);
+    const size_t k = pos.size();
     for (size_t i = 0; i < k; ++i) {
-      key_lens[part.positions[i]] =
+      key_lens[pos[i]] =
           a.lens.empty() ? a.vals.size() / elem_size_ / k : static_cast<uint64_t>(a.lens[i]);
     }
   }
@@ -572,7 +596,8 @@ Status RequestPipeline::Assemble(Pending& p, SArray<char>* vals, SArray<int>* le
   const size_t total = offsets[n] * elem_size_;
   // Write straight into the caller's array when it already has the right size.
   *vals = ResultBuffer(p, total);
-  for (const Part& part : p.parts) {
+  for (size_t j = 0; j < p.parts.size(); ++j) {
+    const Part& part = p.parts[j];
     if (part.replaced) continue;
     const KVFrames& a = part.answer;
     if (part.chunk >= 0) {
@@ -581,7 +606,7 @@ Status RequestPipeline::Assemble(Pending& p, SArray<char>* vals, SArray<int>* le
       continue;
     }
     const char* from = a.vals.data();
-    for (uint32_t pos : part.positions) {
+    for (uint32_t pos : positions_of(j)) {
       size_t bytes = (offsets[pos + 1] - offsets[pos]) * elem_size_;
       if (bytes) std::memcpy(vals->data() + offsets[pos] * elem_size_, from, bytes);
       from += bytes;

@@ -1,13 +1,19 @@
 // RequestPipeline's planning: how one request becomes parts, one message per server
 // that owns some of its keys and one per chunk of a value over the job's chunk size
 // (docs/pipeline.md).
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "ps/internal/key_frame.h"
 #include "ps/internal/key_partition.h"
 #include "ps/internal/large_buffer.h"
 #include "ps/internal/postoffice.h"
@@ -20,70 +26,243 @@ namespace {
 // One server's share of a push split by SplitPushByServer.
 struct ServerShare {
   int server = 0;
-  SArray<Key> keys;
+  SArray<Key> keys;      // empty when the keys go as key_frame
+  SArray<char> key_frame;  // the keys as a bitmap key frame, for a request that is one run
   SArray<char> vals;
   bool keys_lent = false;  // keys in a buffer the transport lent (Van::LendSendBuffers)
   bool vals_lent = false;  // likewise its values
 };
 
-// Makes a share's arrays for `count` keys of `bytes` of values each.
-using ShareArrays = std::function<void(size_t count, size_t bytes, ServerShare* share)>;
+// Makes a share's arrays for `count` keys of `bytes` of values each (its keys array
+// only when `keys`).
+using ShareArrays =
+    std::function<void(size_t count, size_t bytes, bool keys, ServerShare* share)>;
 
-// Copies each key and its kBytes of values (bytes when kBytes is 0) to the next place
-// of its server's arrays.
+// Copies each key (unless `keys` is null: they go as bitmaps, SetShareBits) and its
+// kBytes of values (bytes when kBytes is 0) to the next place of its server's arrays.
 template <size_t kBytes>
 void CopyToServers(const uint16_t* server_of, const Key* keys, const char* vals, size_t n,
                    size_t bytes, Key** key_at, char** val_at) {
   const size_t step = kBytes ? kBytes : bytes;
   for (size_t i = 0; i < n; ++i) {
     const uint16_t s = server_of[i];
-    *key_at[s]++ = keys[i];
+    if (keys) *key_at[s]++ = keys[i];
     std::memcpy(val_at[s], vals + i * step, kBytes ? kBytes : bytes);
     val_at[s] += step;
   }
 }
 
-// A push of whole keys with `bytes` of values each, split by server in two passes over
-// the request: which server owns each key (ConsistentHashRing::ServersOf), then each
-// key and its values straight into its server's arrays (made by `arrays`). No
-// positions are made: a push's answer has no values to put back. Empty when one
-// server owns every key, whose rank goes to *only.
+// The values alone, when exactly two servers, ranks r0 and r1, own the keys: both
+// places stay in registers and each value goes to one without a branch (a branch per
+// key mispredicts half the time on the ring's even spread; an array of places costs a
+// store and a load per key).
+template <size_t kBytes>
+void CopyValuesToTwo(const uint16_t* server_of, const char* vals, size_t n, size_t bytes,
+                     uint16_t r1, char* at0, char* at1) {
+  const size_t step = kBytes ? kBytes : bytes;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t one = server_of[i] == r1;
+    // A mask, not `one ? at1 : at0`, which compilers turn back into a branch.
+    const uintptr_t mask = 0 - static_cast<uintptr_t>(one);
+    char* to = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(at0) & ~mask) |
+                                       (reinterpret_cast<uintptr_t>(at1) & mask));
+    std::memcpy(to, vals + i * step, kBytes ? kBytes : bytes);
+    at0 += (1 - one) * step;
+    at1 += one * step;
+  }
+}
+
+template <size_t kBytes>
+void CopyByServer(const uint16_t* server_of, const Key* keys, const char* vals, size_t n,
+                  size_t bytes, const std::vector<size_t>& count, Key** key_at, char** val_at) {
+  std::vector<uint16_t> owners;
+  for (size_t s = 0; s < count.size(); ++s) {
+    if (count[s]) owners.push_back(static_cast<uint16_t>(s));
+  }
+  if (!keys && owners.size() == 2) {
+    CopyValuesToTwo<kBytes>(server_of, vals, n, bytes, owners[1], val_at[owners[0]],
+                            val_at[owners[1]]);
+  } else {
+    CopyToServers<kBytes>(server_of, keys, vals, n, bytes, key_at, val_at);
+  }
+}
+
+// Which server owns each key of a request (ConsistentHashRing::ServersOf), how many
+// keys each owns, and, when asked, each one's first and last position.
+struct ServerSpread {
+  SArray<uint16_t> server_of;
+  std::vector<size_t> count, first, last;
+  int only = -1;  // the rank that owns every key, if one does
+};
+
+ServerSpread SpreadOverServers(const ConsistentHashRing& ring, int num_servers,
+                               const SArray<Key>& keys, bool ends) {
+  const size_t n = keys.size(), servers = static_cast<size_t>(num_servers);
+  ServerSpread spread;
+  spread.server_of = NewLargeArray<uint16_t>(n);
+  ring.ServersOf(keys.data(), n, spread.server_of.data());
+  const uint16_t* server_of = spread.server_of.data();
+  spread.count.assign(servers, 0);
+  for (size_t i = 0; i < n; ++i) ++spread.count[server_of[i]];
+  size_t with_keys = 0;
+  for (size_t s = 0; s < servers; ++s) {
+    if (spread.count[s] == n) spread.only = static_cast<int>(s);
+    with_keys += spread.count[s] > 0;
+  }
+  if (!ends || spread.only >= 0) return spread;
+  // Scans from both ends that stop once every server with keys was seen (at once, for
+  // a ring's even spread).
+  spread.first.assign(servers, n);
+  spread.last.assign(servers, 0);
+  for (size_t i = 0, seen = 0; i < n && seen < with_keys; ++i) {
+    if (spread.first[server_of[i]] == n) spread.first[server_of[i]] = i, ++seen;
+  }
+  std::vector<bool> found(servers, false);
+  for (size_t i = n, seen = 0; i-- > 0 && seen < with_keys;) {
+    if (!found[server_of[i]]) spread.last[server_of[i]] = i, found[server_of[i]] = true, ++seen;
+  }
+  return spread;
+}
+
+// Whether each server's keys of a request whose keys are one run go as a bitmap key
+// frame over the positions from its first key to its last (a bit a position instead of
+// 8 bytes a key: ps-lite's benchmark spreads 10 million strided keys over the servers,
+// 1.25 MB a server instead of 40 MB): when every share's frame takes at most 4 bytes a
+// key, as for any key frame. The ring gives each of a few servers about an even share
+// of any run, but a share of a few keys spread far apart would cost more as a bitmap.
+bool SharesFitBitmaps(const ServerSpread& spread, const SArray<Key>& keys) {
+  if (keys.size() < 2 || spread.first.empty()) return false;
+  const Key step = keys[1] - keys[0];
+  for (size_t s = 0; s < spread.count.size(); ++s) {
+    const size_t count = spread.count[s];
+    if (count == 0) continue;
+    const size_t span = spread.last[s] - spread.first[s] + 1;
+    if (KeyBitmapFrameBytes(count, keys[spread.first[s]], step, span) > count * (sizeof(Key) / 2)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Server s's bitmap key frame (SharesFitBitmaps), its bits not yet set: into *frame;
+// returns where the bitmap starts.
+unsigned char* BeginShareBitmap(const ServerSpread& spread, const SArray<Key>& keys, size_t s,
+                                SArray<char>* frame) {
+  return reinterpret_cast<unsigned char*>(
+      BeginKeyBitmapFrame(spread.count[s], keys[spread.first[s]], keys[1] - keys[0],
+                          spread.last[s] - spread.first[s] + 1, frame));
+}
+
+// Bit k set where server[k] == s, for k < count (at most 64).
+uint64_t BlockMask(const uint16_t* server, size_t count, uint16_t s) {
+  uint64_t word = 0;
+  size_t k = 0;
+#if defined(__SSE2__)
+  // 16 comparisons at a time: two vectors of 8 compared, packed to bytes, one mask.
+  const __m128i want = _mm_set1_epi16(static_cast<short>(s));
+  for (; k + 16 <= count; k += 16) {
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(server + k));
+    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(server + k + 8));
+    const __m128i eq = _mm_packs_epi16(_mm_cmpeq_epi16(lo, want), _mm_cmpeq_epi16(hi, want));
+    word |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(eq))) << k;
+  }
+#endif
+  for (; k < count; ++k) word |= static_cast<uint64_t>(server[k] == s) << k;
+  return word;
+}
+
+// Sets each key's bit in its server's bitmap (bit_at[s], whose bit 0 is position
+// first[s]), 64 positions at a time: per block, a word per server from comparisons
+// without a branch or a store per key, then shifted into place in words of its own,
+// copied into the frame at the end.
+void SetShareBits(const ServerSpread& spread, unsigned char* const* bit_at) {
+  const size_t n = spread.server_of.size();
+  const uint16_t* server_of = spread.server_of.data();
+  std::vector<uint16_t> owners;
+  std::vector<std::vector<uint64_t>> words;
+  for (size_t s = 0; s < spread.count.size(); ++s) {
+    if (spread.count[s] == 0) continue;
+    owners.push_back(static_cast<uint16_t>(s));
+    words.emplace_back((spread.last[s] - spread.first[s]) / 64 + 2, 0);
+  }
+  for (size_t b = 0; b < n; b += 64) {
+    const size_t in_block = std::min<size_t>(64, n - b);
+    for (size_t o = 0; o < owners.size(); ++o) {
+      const uint16_t s = owners[o];
+      const size_t first = spread.first[s];
+      if (b + in_block <= first || b > spread.last[s]) continue;
+      const uint64_t word = BlockMask(server_of + b, in_block, s);
+      if (word == 0) continue;
+      if (b < first) {  // the block of its first key: no bit below it is set
+        words[o][0] |= word >> (first - b);
+        continue;
+      }
+      const size_t r = b - first;
+      words[o][r / 64] |= word << (r % 64);
+      if (r % 64) words[o][r / 64 + 1] |= word >> (64 - r % 64);
+    }
+  }
+  for (size_t o = 0; o < owners.size(); ++o) {
+    const uint16_t s = owners[o];
+    const size_t span = spread.last[s] - spread.first[s] + 1;
+    std::memcpy(bit_at[s], words[o].data(), (span + 7) / 8);  // little-endian hosts
+  }
+}
+
+// A push of whole keys with `bytes` of values each, split by server: which server owns
+// each key (SpreadOverServers), then each key and its values straight into its
+// server's arrays (made by `arrays`), in one more pass. No positions are made: a
+// push's answer has no values to put back. With `one_run` (the keys are one run,
+// IsOneRun) and SharesFitBitmaps, each server's keys go as a bitmap key frame
+// (ServerShare::key_frame). Empty when one server owns every key, whose rank goes to
+// *only.
 std::vector<ServerShare> SplitPushByServer(const ConsistentHashRing& ring, int num_servers,
                                            const SArray<Key>& keys, const SArray<char>& vals,
-                                           size_t bytes, const ShareArrays& arrays, int* only) {
+                                           size_t bytes, bool one_run, const ShareArrays& arrays,
+                                           int* only) {
   const size_t n = keys.size();
-  SArray<uint16_t> server_of = NewLargeArray<uint16_t>(n);
-  ring.ServersOf(keys.data(), n, server_of.data());
-  std::vector<size_t> count(static_cast<size_t>(num_servers), 0);
-  for (size_t i = 0; i < n; ++i) ++count[server_of[i]];
+  const size_t servers = static_cast<size_t>(num_servers);
+  const ServerSpread spread = SpreadOverServers(ring, num_servers, keys, one_run);
   std::vector<ServerShare> shares;
-  std::vector<Key*> key_at(count.size(), nullptr);
-  std::vector<char*> val_at(count.size(), nullptr);
-  for (size_t s = 0; s < count.size(); ++s) {
-    if (count[s] == n) {
-      *only = static_cast<int>(s);
-      return shares;
-    }
-    if (count[s] == 0) continue;
+  if (spread.only >= 0) {
+    *only = spread.only;
+    return shares;
+  }
+  const bool bitmaps = one_run && SharesFitBitmaps(spread, keys);
+  std::vector<Key*> key_at(servers, nullptr);
+  std::vector<char*> val_at(servers, nullptr);
+  std::vector<unsigned char*> bit_at(servers, nullptr);
+  for (size_t s = 0; s < servers; ++s) {
+    if (spread.count[s] == 0) continue;
     ServerShare share;
     share.server = static_cast<int>(s);
-    arrays(count[s], bytes, &share);
-    key_at[s] = share.keys.data();
+    arrays(spread.count[s], bytes, !bitmaps, &share);
+    if (bitmaps) {
+      bit_at[s] = BeginShareBitmap(spread, keys, s, &share.key_frame);
+    } else {
+      key_at[s] = share.keys.data();
+    }
     val_at[s] = share.vals.data();
     shares.push_back(std::move(share));
   }
+  if (bitmaps) SetShareBits(spread, bit_at.data());
+  const uint16_t* server_of = spread.server_of.data();
+  const Key* key_list = bitmaps ? nullptr : keys.data();
   if (bytes == 4) {
-    CopyToServers<4>(server_of.data(), keys.data(), vals.data(), n, bytes, key_at.data(),
-                     val_at.data());
+    CopyByServer<4>(server_of, key_list, vals.data(), n, bytes, spread.count, key_at.data(),
+                    val_at.data());
   } else if (bytes == 8) {
-    CopyToServers<8>(server_of.data(), keys.data(), vals.data(), n, bytes, key_at.data(),
-                     val_at.data());
+    CopyByServer<8>(server_of, key_list, vals.data(), n, bytes, spread.count, key_at.data(),
+                    val_at.data());
   } else {
-    CopyToServers<0>(server_of.data(), keys.data(), vals.data(), n, bytes, key_at.data(),
-                     val_at.data());
+    CopyByServer<0>(server_of, key_list, vals.data(), n, bytes, spread.count, key_at.data(),
+                    val_at.data());
   }
   return shares;
 }
+
+// The fewest keys of a one-run pull split over servers whose parts go as bitmaps.
+constexpr size_t kRunPullFromKeys = 4096;
 
 // No transport lends a block for a frame under this (the ZeroMQ van's shared-memory
 // rings take frames of 64 KiB and more): smaller requests do not ask.
@@ -173,6 +352,7 @@ std::vector<uint64_t> RequestPipeline::ChunkedLengths(const PipelineRequest& req
   if (req.push) {
     // Read from lens in place: a push that chunks nothing allocates nothing here.
     const uint64_t width = req.lens.empty() ? req.vals.size() / elem_size_ / n : 0;
+    if (req.lens.empty() && width <= chunk_values) return chunked;  // no key is long
     for (size_t i = 0; i < n; ++i) {
       const uint64_t len = req.lens.empty() ? width : static_cast<uint64_t>(req.lens[i]);
       if (len <= chunk_values) continue;
@@ -300,17 +480,18 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
       num_servers > 1 && num_servers <= 65536) {
     // Where the transport lends memory for a part (a shared-memory ring to a server on
     // this host), the part is written there, once; not a part kept to be sent again.
-    auto arrays = [&](size_t count, size_t bytes, ServerShare* share) {
+    auto arrays = [&](size_t count, size_t bytes, bool keys, ServerShare* share) {
       std::vector<SArray<char>> lent =
-          LendForPart(share->server, {count * sizeof(Key), count * bytes});
-      share->keys_lent = !lent[0].empty();
-      share->keys = share->keys_lent ? SArray<Key>(lent[0]) : NewLargeArray<Key>(count);
+          LendForPart(share->server, {keys ? count * sizeof(Key) : 0, count * bytes});
+      share->keys_lent = keys && !lent[0].empty();
+      if (keys) share->keys = share->keys_lent ? SArray<Key>(lent[0]) : NewLargeArray<Key>(count);
       share->vals_lent = !lent[1].empty();
       share->vals = share->vals_lent ? lent[1] : RawBuffer(count * bytes);
     };
     int only = -1;
-    std::vector<ServerShare> shares = SplitPushByServer(ring, num_servers, req.keys, req.vals,
-                                                        width * elem_size_, arrays, &only);
+    std::vector<ServerShare> shares =
+        SplitPushByServer(ring, num_servers, req.keys, req.vals, width * elem_size_,
+                          EncodesKeysAtIssue() && OneRun(p->key_shape, req.keys), arrays, &only);
     if (shares.empty()) {  // one server owns every key: the caller's arrays as they are
       Part part;
       part.server = only;
@@ -322,8 +503,43 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
       part.keys_lent = share.keys_lent;
       part.lent = share.keys_lent || share.vals_lent;
       add_part(std::move(part), share.keys, share.vals, {}, 0);
+      if (!share.key_frame.empty()) {
+        Message& msg = messages->back();
+        msg.data[0] = share.key_frame;
+        msg.meta.data_type[0] = DataType::kChar;
+        msg.meta.keys_encoded = true;
+      }
     }
     return;
+  }
+  // A pull of keys that are one run, over several servers: each server's keys go as a
+  // bitmap of the run, and its part keeps that frame in place of positions (Part::
+  // run_frame): neither 4 bytes of positions nor 8 of keys per key are written. Not
+  // for a few keys, whose general path below costs less than the passes here.
+  if (req.pull && !req.push && chunked.empty() && n >= kRunPullFromKeys && num_servers > 1 &&
+      num_servers <= 65536 && EncodesKeysAtIssue() && OneRun(p->key_shape, req.keys)) {
+    const ServerSpread spread = SpreadOverServers(ring, num_servers, req.keys, true);
+    if (spread.only < 0 && SharesFitBitmaps(spread, req.keys)) {
+      std::vector<unsigned char*> bit_at(spread.count.size(), nullptr);
+      for (size_t s = 0; s < spread.count.size(); ++s) {
+        if (spread.count[s] == 0) continue;
+        Part part;
+        part.server = static_cast<int>(s);
+        bit_at[s] = BeginShareBitmap(spread, req.keys, s, &part.run_frame);
+        part.run_bits = static_cast<size_t>(reinterpret_cast<char*>(bit_at[s]) -
+                                            part.run_frame.data());
+        part.run_from = spread.first[s];
+        part.run_keys = spread.count[s];
+        const SArray<char> frame = part.run_frame;
+        add_part(std::move(part), SArray<Key>(), {}, {}, 0);
+        Message& msg = messages->back();
+        msg.data[0] = frame;
+        msg.meta.data_type[0] = DataType::kChar;
+        msg.meta.keys_encoded = true;
+      }
+      SetShareBits(spread, bit_at.data());
+      return;
+    }
   }
   // Whole keys otherwise: one part per server that owns some (and, with codecs per key
   // range, per codec, so that each part is one frame of one codec). Two passes, so that

@@ -43,6 +43,12 @@ void ConsistentHashRing::IndexPoints() {
     while (at < points_.size() && points_[at].first < start) ++at;
     bucket_start_[b] = static_cast<uint32_t>(at);
   }
+  bucket_owner_.assign(buckets, -1);
+  for (size_t b = 0; b < buckets && !points_.empty(); ++b) {
+    const uint32_t first = bucket_start_[b];
+    if (first != bucket_start_[b + 1]) continue;  // a point inside: owners differ
+    bucket_owner_[b] = points_[first == points_.size() ? 0 : first].second;
+  }
 }
 
 size_t ConsistentHashRing::PointAtOrAfter(uint64_t h) const {
@@ -131,10 +137,15 @@ void ConsistentHashRing::ServersOf(const Key* keys, size_t n, uint16_t* out) con
   }
   const std::pair<uint64_t, int>* points = points_.data();
   const uint32_t* starts = bucket_start_.data();
+  const int32_t* owners = bucket_owner_.data();
   const size_t count = points_.size();
   for (size_t i = 0; i < n; ++i) {
     const uint64_t h = Mix64(keys[i]);
     const size_t b = static_cast<size_t>(h >> (64 - kBucketBits));
+    if (owners[b] >= 0) {
+      out[i] = static_cast<uint16_t>(owners[b]);
+      continue;
+    }
     size_t at = starts[b];
     const size_t end = starts[b + 1];
     while (at < end && points[at].first < h) ++at;

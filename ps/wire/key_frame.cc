@@ -1,5 +1,7 @@
 #include "ps/internal/key_frame.h"
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "ps/internal/codec_frame.h"
@@ -72,6 +74,67 @@ KeyFramePlan Plan(const Key* keys, size_t n, bool give_up) {
   return plan;
 }
 
+// The bitmap form, from its header on (DecodeKeyFrame has checked the marker and form).
+// Two passes over the bitmap: its set bits are counted against the count before the
+// keys are allocated and written.
+Status DecodeBitmap(const char* data, size_t size, uint64_t max_keys, SArray<Key>* keys) {
+  size_t pos = 2;
+  uint64_t count = 0, first = 0, step = 0;
+  if (!ParseVarint(data, size, &pos, &count)) {
+    return Bad(pos, "the count varint is truncated, over 64 bits or not in its shortest form");
+  }
+  if (count == 0) return Bad(2, "a bitmap frame of no keys");
+  if (count > max_keys) {
+    return Bad(2, "the frame claims " + std::to_string(count) + " keys, over the " +
+                      std::to_string(max_keys) + " a message may carry (PS_MAX_MESSAGE_BYTES)");
+  }
+  size_t at = pos;
+  if (!ParseVarint(data, size, &pos, &first)) {
+    return Bad(at, "the first key's varint is truncated, over 64 bits or not shortest");
+  }
+  at = pos;
+  if (!ParseVarint(data, size, &pos, &step) || step == UINT64_MAX) {
+    return Bad(at, "the step varint is truncated, over 64 bits or not in its shortest form");
+  }
+  ++step;
+  const unsigned char* bits = reinterpret_cast<const unsigned char*>(data) + pos;
+  const size_t bytes = size - pos;
+  if (bytes == 0 || (bits[0] & 1) == 0) {
+    return Bad(pos, "the bitmap does not start with the first key's bit");
+  }
+  if (bits[bytes - 1] == 0) return Bad(size - 1, "the bitmap's last byte is 0");
+  // The last key's position, and the last key within 64 bits.
+  const uint64_t last = (bytes - 1) * 8 + (31 - __builtin_clz(bits[bytes - 1]));
+  if (last > 0 && step > (UINT64_MAX - first) / last) {
+    return Bad(pos, "the bitmap's last key would pass 2^64 - 1");
+  }
+  uint64_t set = 0;
+  size_t i = 0;
+  for (; i + 8 <= bytes; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, bits + i, 8);
+    set += static_cast<uint64_t>(__builtin_popcountll(word));
+  }
+  for (; i < bytes; ++i) set += static_cast<uint64_t>(__builtin_popcount(bits[i]));
+  if (set != count) {
+    return Bad(pos, "the bitmap has " + std::to_string(set) + " keys, the count says " +
+                        std::to_string(count));
+  }
+  SArray<Key> out = NewLargeArray<Key>(static_cast<size_t>(count));
+  Key* o = out.data();
+  for (i = 0; i < bytes; i += 8) {
+    uint64_t word = 0;
+    std::memcpy(&word, bits + i, std::min<size_t>(8, bytes - i));  // little-endian hosts
+    const Key base = first + i * 8 * step;
+    while (word) {
+      *o++ = base + static_cast<Key>(__builtin_ctzll(word)) * step;
+      word &= word - 1;
+    }
+  }
+  *keys = out;
+  return Status::OK();
+}
+
 }  // namespace
 
 KeyFramePlan PlanKeyFrame(const Key* keys, size_t n) { return Plan(keys, n, false); }
@@ -134,6 +197,25 @@ bool EncodeKeyFrame(const Key* keys, size_t n, SArray<char>* out, KeyShape shape
   return true;
 }
 
+size_t KeyBitmapFrameBytes(uint64_t count, Key first, Key step, uint64_t span) {
+  return 2 + VarintLength(count) + VarintLength(first) + VarintLength(step - 1) +
+         static_cast<size_t>((span + 7) / 8);
+}
+
+char* BeginKeyBitmapFrame(uint64_t count, Key first, Key step, uint64_t span,
+                          SArray<char>* frame) {
+  const size_t bytes = KeyBitmapFrameBytes(count, first, step, span);
+  *frame = NewLargeBuffer(bytes);
+  char* p = frame->data();
+  *p++ = static_cast<char>(kKeyFrameMarker);
+  *p++ = static_cast<char>(KeyForm::kBitmap);
+  p = StoreVarint(count, p);
+  p = StoreVarint(first, p);
+  p = StoreVarint(step - 1, p);
+  std::memset(p, 0, frame->data() + bytes - p);
+  return p;
+}
+
 uint64_t KeyFrameCount(const char* data, size_t size) {
   if (size < 2 || static_cast<uint8_t>(data[0]) != kKeyFrameMarker) return 0;
   size_t pos = 2;
@@ -151,6 +233,9 @@ Status DecodeKeyFrame(const char* data, size_t size, uint64_t max_keys, SArray<K
   }
   const uint8_t form = static_cast<uint8_t>(data[1]);
   const bool steps = form == static_cast<uint8_t>(KeyForm::kSteps);
+  if (form == static_cast<uint8_t>(KeyForm::kBitmap)) {
+    return DecodeBitmap(data, size, max_keys, keys);
+  }
   if (!steps && form != static_cast<uint8_t>(KeyForm::kRuns)) {
     return Bad(1, "unknown form " + std::to_string(form));
   }

@@ -141,6 +141,12 @@ void KeyFrameSeeds() {
   write("sparse", sparse);
   write("mixed", mixed);
   WriteSeed("key_frame", "edge-empty", std::string{static_cast<char>(ps::kKeyFrameMarker), 1, 0});
+  // A bitmap frame: keys 5 + 3j for j in {0, 2, 3, 9, 63, 64, 70} (one server's share
+  // of a run split over servers).
+  ps::SArray<char> bitmap;
+  char* bits = ps::BeginKeyBitmapFrame(7, 5, 3, 71, &bitmap);
+  for (int j : {0, 2, 3, 9, 63, 64, 70}) bits[j / 8] = static_cast<char>(bits[j / 8] | (1 << (j % 8)));
+  WriteSeed("key_frame", "bitmap", Bytes(bitmap));
   // A runs frame whose repeat overshoots the count by one.
   WriteSeed("key_frame", "edge-overshoot",
             std::string{static_cast<char>(ps::kKeyFrameMarker), 2, 3, 5, 0, 2});

@@ -3,7 +3,8 @@
 # frames through shared memory; a push split by server, and a push of an app's vectors
 # to one server, is written straight into lent ring blocks, except with resend, and a
 # pull's lent parts, and a pull of one run of keys (sent as a key frame), check answers
-# that carry keys by their hash; with PS_SHM=0 none; over ipc; with resend and injected
+# that carry keys by their hash (split over servers, one run's parts, sent as bitmaps,
+# by their bitmap); with PS_SHM=0 none; over ipc; with resend and injected
 # drops (resends get new ring blocks, duplicates are dropped); an idle node, and one
 # that enters a barrier after traffic, gives its rings' free pages and malloc's kept
 # memory back (PS_IDLE_TRIM_MS). shm_test.py: a worker
@@ -14,6 +15,7 @@ herdps_node_test_app(shm_app shm_app.cc)
 foreach(variant IN ITEMS
     "exact_and_through_shared_memory;-n;2;-s;1;--env;PS_SHM=1;--;--expect_shm=1"
     "exact_with_split_pushes_written_in_lent_ring_blocks;-n;2;-s;2;--;--expect_shm=1;--expect_lent=1"
+    "exact_with_one_run_split_over_three_servers;-n;2;-s;3;--;--expect_shm=1;--expect_lent=1"
     "exact_with_lent_pull_parts_answered_with_copied_keys;-n;2;-s;2;--;--expect_lent=1;--answer_keys=copy"
     "failing_a_lent_pull_part_answered_with_other_keys;-n;2;-s;2;--;--expect_lent=1;--answer_keys=wrong"
     "exact_with_one_servers_pushes_from_vectors_written_in_lent_ring_blocks;-n;2;-s;1;--;--expect_shm=1;--expect_lent=1"

@@ -11,14 +11,17 @@
 //         a std::vector (copied out), into an empty SArray (the received frame
 //         itself) and into a pre-sized SArray, keeping the views alive until all are
 //         checked: every value must be rounds * W(W+1)/2 * Base(key, j) exactly.
-//         Then each worker pushes one double to each of 2 million keys at once (a push
-//         split by server, 8 MiB and more of keys per part: over key caching's bound,
-//         so never kept; with one server, the app's vectors as they are, keys in one
-//         run: a key frame and the values) and pulls them back: W(W+1)/2 *
-//         Base(key, 0) each. The servers
-//         answer that pull with the request's own keys, or with --answer_keys=copy a
-//         copy of them (which the worker checks against its part's keys), or with
-//         --answer_keys=wrong a copy whose last key differs: the pull must fail saying so.
+//         Then each worker pushes one double to each of 2 million keys in one run at
+//         once (with one server, the app's vectors as they are: a key frame and the
+//         values; split by server, each server's keys as a bitmap of the run: either
+//         way the push's key bytes are under a sixteenth of raw) and pulls them back,
+//         and then every key but each 1000th (not one run: at several servers, each
+//         part's keys raw, over key caching's bound, so never kept): W(W+1)/2 *
+//         Base(key, 0) each. The servers answer those pulls with the request's own
+//         keys, or with --answer_keys=copy a copy of them (which the worker checks
+//         against its part's keys, its bitmap or their hash), or with
+//         --answer_keys=wrong a copy whose last key differs: each pull must fail
+//         saying so.
 //         --expect_shm=1: each node's van must have sent and received frames through
 //         shared memory (workers: pushes out, answers in; servers: the reverse) and
 //         dropped nothing; 0: no frame went through shared memory. --expect_lent=1: the
@@ -152,23 +155,45 @@ void RunSplitPush(ps::KVWorker<double>& kv) {
     keys[i] = first + i;
     vals[i] = (rank + 1) * Base(keys[i], 0);
   }
+  const ps::RequestPipeline::Counters before = kv.counters();
   ps::Status s = kv.Wait(kv.Push(keys, vals));
   EXPECT(s.ok(), "split push: %s", s.ToString().c_str());
+  // One run of keys: a key frame to one server, a bitmap of the run to each of several
+  // (a bit a position: about 2 bits a key at two servers) rather than 8 bytes a key.
+  // Resent parts (PS_RESEND) count in both figures.
+  const ps::RequestPipeline::Counters after = kv.counters();
+  const uint64_t key_bytes = after.push_key_bytes - before.push_key_bytes;
+  const uint64_t raw_key_bytes = after.push_raw_key_bytes - before.push_raw_key_bytes;
+  EXPECT(raw_key_bytes >= n * sizeof(ps::Key) && key_bytes * 16 < raw_key_bytes,
+         "split push: %llu key bytes on the wire for %llu raw", (unsigned long long)key_bytes,
+         (unsigned long long)raw_key_bytes);
   std::fill(vals.begin(), vals.end(), -1.0);  // the push must not read them afterwards
   ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
-  std::vector<double> got;
-  s = kv.Wait(kv.Pull(keys, &got));
-  if (FLAGS_answer_keys == "wrong") {
-    EXPECT(!s.ok() && s.message().find("keys other than those asked") != std::string::npos,
-           "split pull answered with other keys: %s", s.ToString().c_str());
-    return;
+  // The keys as one run (each server's share as a bitmap of the run), then every key
+  // but each 1000th (not one run: each share's keys raw, in a lent block at several
+  // servers).
+  std::vector<ps::Key> gaps;
+  for (size_t i = 0; i < n; ++i) {
+    if (i % 1000 != 999) gaps.push_back(keys[i]);
   }
-  EXPECT(s.ok() && got.size() == n, "split pull: %s, %zu values", s.ToString().c_str(),
-         got.size());
-  size_t wrong = 0;
   const double factor = workers * (workers + 1) / 2.0;
-  for (size_t i = 0; i < n && i < got.size(); ++i) wrong += got[i] != factor * Base(keys[i], 0);
-  EXPECT(wrong == 0, "split pull: %zu of %zu values wrong", wrong, n);
+  for (const auto& [asked, what] : {std::make_pair(&keys, "split pull of one run"),
+                                    std::make_pair(&gaps, "split pull with gaps")}) {
+    std::vector<double> got;
+    s = kv.Wait(kv.Pull(*asked, &got));
+    if (FLAGS_answer_keys == "wrong") {
+      EXPECT(!s.ok() && s.message().find("keys other than those asked") != std::string::npos,
+             "%s answered with other keys: %s", what, s.ToString().c_str());
+      continue;
+    }
+    EXPECT(s.ok() && got.size() == asked->size(), "%s: %s, %zu values", what,
+           s.ToString().c_str(), got.size());
+    size_t wrong = 0;
+    for (size_t i = 0; i < asked->size() && i < got.size(); ++i) {
+      wrong += got[i] != factor * Base((*asked)[i], 0);
+    }
+    EXPECT(wrong == 0, "%s: %zu of %zu values wrong", what, wrong, asked->size());
+  }
 }
 
 void RunExact() {

@@ -198,6 +198,8 @@ TEST(ConsistentHashRing, ServersOfAWholeRequestAreEachKeysServerOf) {
   const std::vector<int> ranks = {2, 0, 5, 1};
   const std::vector<ConsistentHashRing> rings = {
       ConsistentHashRing(ranks, 1), ConsistentHashRing(ranks, 128),
+      // More points than ServersOf's buckets (4096): few buckets have one owner.
+      ConsistentHashRing(ranks, 2048), ConsistentHashRing({3}, 4),
       ConsistentHashRing::Ranges(3),
       // Failed over: each key's first live replica.
       ConsistentHashRing(ranks, 128).WithFailover(2, {5}),

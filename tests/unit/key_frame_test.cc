@@ -141,7 +141,20 @@ TEST(KeyFrame, TheDecoderRefusesEachMalformedFrameNamingTheFault) {
   } cases[] = {
       {Bytes({0xA1}), "less than its header"},
       {Bytes({0xC2, 1, 0}), "not a key frame's"},
-      {Bytes({0xA1, 3, 0}), "unknown form 3"},
+      {Bytes({0xA1, 4, 0}), "unknown form 4"},
+      // The bitmap form.
+      {Bytes({0xA1, 3, 0}), "a bitmap frame of no keys"},
+      {Bytes({0xA1, 3, 2, 7, 0, 0x03}), "over the 1", 1},
+      {Bytes({0xA1, 3, 1}), "the first key's varint"},
+      {Bytes({0xA1, 3, 1, 7, 0x80}), "the step varint"},
+      {Bytes({0xA1, 3, 1, 7, 0}), "does not start with the first key's bit"},
+      {Bytes({0xA1, 3, 1, 7, 0, 0x02}), "does not start with the first key's bit"},
+      {Bytes({0xA1, 3, 1, 7, 0, 0x01, 0x00}), "the bitmap's last byte is 0"},
+      {Bytes({0xA1, 3, 1, 7, 0, 0x03}), "the bitmap has 2 keys, the count says 1"},
+      {Bytes({0xA1, 3, 3, 7, 0, 0x01, 0, 0, 0, 0, 0, 0, 0, 0x80}), "has 2 keys, the count says 3"},
+      // 2^64 - 2, then positions 0 and 2 of step 1: the second key would be 2^64.
+      {Bytes({0xA1, 3, 2, 0xFE, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 1, 0, 0x05}),
+       "the bitmap's last key would pass 2^64 - 1"},
       {Bytes({0xA1, 1, 0x80}), "count varint"},
       {Bytes({0xA1, 1, 2, 0x80, 0}), "the first key's varint"},
       {Bytes({0xA1, 1, 4, 7, 0}), "claims 4 keys in 5 bytes"},
@@ -158,6 +171,39 @@ TEST(KeyFrame, TheDecoderRefusesEachMalformedFrameNamingTheFault) {
     EXPECT_NE(s.message().find(c.says), std::string::npos) << s.message();
     EXPECT_EQ(keys.size(), 1u) << "a refused frame leaves the output as it was";
   }
+}
+
+// A bitmap frame says which of first + j * step are keys: the share of one server of a
+// request whose keys are one run.
+TEST(KeyFrame, ABitmapFrameDecodesToTheKeysOfItsSetBits) {
+  const Key first = 5, step = 3;
+  const std::vector<uint64_t> positions = {0, 2, 3, 9, 63, 64, 70, 135};
+  const uint64_t span = positions.back() + 1;
+  SArray<char> frame;
+  char* bits = BeginKeyBitmapFrame(positions.size(), first, step, span, &frame);
+  ASSERT_EQ(frame.size(), KeyBitmapFrameBytes(positions.size(), first, step, span));
+  EXPECT_EQ(frame.data() + frame.size() - bits, static_cast<long>((span + 7) / 8));
+  for (uint64_t j : positions) bits[j / 8] = static_cast<char>(bits[j / 8] | (1 << (j % 8)));
+  SArray<Key> keys;
+  Status s = DecodeKeyFrame(frame.data(), frame.size(), kNoBound, &keys);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(keys.size(), positions.size());
+  for (size_t i = 0; i < positions.size(); ++i) EXPECT_EQ(keys[i], first + positions[i] * step);
+  EXPECT_EQ(KeyFrameCount(frame.data(), frame.size()), positions.size());
+}
+
+TEST(KeyFrame, ABitmapFrameReachesTheLastKeyAndOneKeyTakesOneByteOfBitmap) {
+  const Key first = kMaxKey - 1;  // keys kMaxKey - 1 and kMaxKey, step 1
+  SArray<char> frame;
+  char* bits = BeginKeyBitmapFrame(2, first, 1, 2, &frame);
+  bits[0] = 0x03;
+  SArray<Key> keys;
+  ASSERT_TRUE(DecodeKeyFrame(frame.data(), frame.size(), kNoBound, &keys).ok());
+  EXPECT_EQ(std::vector<Key>(keys.begin(), keys.end()), (std::vector<Key>{kMaxKey - 1, kMaxKey}));
+  bits = BeginKeyBitmapFrame(1, 42, 7, 1, &frame);
+  bits[0] = 0x01;
+  ASSERT_TRUE(DecodeKeyFrame(frame.data(), frame.size(), kNoBound, &keys).ok());
+  EXPECT_EQ(std::vector<Key>(keys.begin(), keys.end()), (std::vector<Key>{42}));
 }
 
 TEST(KeyFrame, ARunsFrameMayClaimManyKeysOnlyUpToTheBound) {

@@ -30,6 +30,10 @@ KeyPartition PartitionKeys(const ConsistentHashRing& ring, int num_servers, cons
 // `need_vals` is false for pulls (their vals are the output).
 Status ValidateKVPairsShape(const char* what, const Key* keys, size_t num_keys, size_t num_vals,
                             const int* lens, size_t num_lens, bool need_vals);
+// The same, without the pass over the keys when the caller knows they ascend strictly
+// (`keys_ascend`: IsOneRun said they are one run).
+Status ValidateKVPairsShape(const char* what, const Key* keys, size_t num_keys, size_t num_vals,
+                            const int* lens, size_t num_lens, bool need_vals, bool keys_ascend);
 
 // The part of `kvs` that `positions` selects (a deep copy of those keys and values).
 // `value_offsets` is ValueOffsets(kvs.lens) or empty when every key has `width` values.

@@ -296,6 +296,10 @@ class RequestPipeline {
   // Buffers the van lends for a part to server `rank` (Van::LendSendBuffers), sizes[0]
   // its raw keys' bytes; every entry empty for a part kept after it is sent.
   std::vector<SArray<char>> LendForPart(int rank, const std::vector<uint64_t>& sizes);
+  // Whether parts may go with their keys encoded when the request is made (rather than
+  // at SendPart): key encoding on (PS_KEY_ENCODING, set_key_encoding), and no failover
+  // (SendsPartsAgain), which splits parts by their raw keys.
+  bool EncodesKeysAtIssue();
   // A borrowed request's parts whose keys are the caller's whole key list, one run
   // (ps-lite's benchmark at one server): encoded now, a few bytes, instead of copied
   // (PipelineRequest::borrowed) and then encoded at SendPart. A pull's part remembers

@@ -2,20 +2,25 @@
 // keys_encoded (docs/pipeline.md, "Keys on the wire"). Sorted key lists are mostly small
 // steps, often the same step again and again (a dense range, a strided layout), so a
 // frame carries the first key and then the steps, as LEB128 varints in their shortest
-// form (codec_frame.h), in whichever of two forms is shorter:
+// form (codec_frame.h), in whichever of two forms is shorter; a third form says which
+// keys of one strided run a part has (the share of one server when a request's keys are
+// one run, spread over servers by the ring):
 //
 //   offset  size  field
 //   0       1     marker 0xA1: key frame format 1 (any other value is refused)
-//   1       1     form: 1 = steps, 2 = runs
+//   1       1     form: 1 = steps, 2 = runs, 3 = bitmap
 //   2       1-10  count varint: how many keys the frame decodes to
 //   ...     1-10  first key varint (absent when count is 0)
 //   steps   count - 1 varints: each key minus the one before, minus 1
 //   runs    pairs of varints (step - 1, repeat - 1): the next `repeat` keys each `step`
 //           after the one before; the repeats add up to count - 1
+//   bitmap  a varint step - 1, then a bitmap to the frame's end: bit j (of byte j / 8,
+//           from the least significant bit) says whether first + j * step is a key;
+//           bit 0 is set, the last byte is not 0, and count bits are set in all
 //
 // Keys ascend strictly by construction (every step is at least 1); a step that would
-// pass 2^64 - 1, repeats that overshoot count - 1, a truncated or over-long varint, and
-// trailing bytes are refused. The decoder treats every byte as hostile: it never reads
+// pass 2^64 - 1, repeats that overshoot count - 1, a bitmap whose set bits are not the
+// count, a truncated or over-long varint, and trailing bytes are refused. The decoder treats every byte as hostile: it never reads
 // outside the frame and allocates only after checking the count against its bound.
 //
 // Thread safety: every function here is pure; call from any thread.
@@ -32,7 +37,7 @@
 namespace ps {
 
 constexpr uint8_t kKeyFrameMarker = 0xA1;
-enum class KeyForm : uint8_t { kSteps = 1, kRuns = 2 };
+enum class KeyForm : uint8_t { kSteps = 1, kRuns = 2, kBitmap = 3 };
 
 // The frame keys[0..n) would take, and in which form; 0 when the keys do not ascend
 // strictly (they cannot be a key frame). One pass over the keys, writes nothing.
@@ -58,6 +63,17 @@ enum class KeyShape : uint8_t { kUnknown, kOneRun, kNotOneRun };
 // is not planned further); false, *out untouched, otherwise.
 bool EncodeKeyFrame(const Key* keys, size_t n, SArray<char>* out,
                     KeyShape shape = KeyShape::kUnknown);
+
+// The bitmap form for `count` keys among first + j * step, j in [0, span): makes *frame
+// (fresh, replacing it) with the header written and returns where its (span + 7) / 8
+// bitmap bytes start, all zero, for the caller to set bit j for each key (bit 0 and bit
+// span - 1 among them: a frame without them, or with other than `count` bits set, is
+// one the decoder refuses). Requires count >= 1, step >= 1 and first + (span - 1) *
+// step within 64 bits.
+char* BeginKeyBitmapFrame(uint64_t count, Key first, Key step, uint64_t span,
+                          SArray<char>* frame);
+// The bytes BeginKeyBitmapFrame's frame takes.
+size_t KeyBitmapFrameBytes(uint64_t count, Key first, Key step, uint64_t span);
 
 // The count a frame claims (its header only, nothing decoded); 0 for a frame too short
 // or malformed to say.
