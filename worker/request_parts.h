@@ -183,7 +183,8 @@ struct RequestPipeline::Pending {
   std::function<void()> callback;
   size_t num_keys = 0;
   // IsOneRun of the request's keys, asked once by Issue (one pass over them stands for
-  // the check that they ascend); kUnknown for a request planned later (held).
+  // the check that they ascend). A request held for the chunk agreement is planned
+  // later into a Pending of its own, where this is kUnknown and Plan asks again.
   KeyShape key_shape = KeyShape::kUnknown;
   // The request's keys; empty when it borrowed them (PipelineRequest::borrowed) and no
   // key is chunked: a pull's parts then check their answers against Part::asked.

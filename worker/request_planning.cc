@@ -516,9 +516,11 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
   // bitmap of the run, and its part keeps that frame in place of positions (Part::
   // run_frame): neither 4 bytes of positions nor 8 of keys per key are written. Not
   // for a few keys, whose general path below costs less than the passes here.
+  SArray<uint16_t> known_server_of;  // from the try below, for the general path
   if (req.pull && !req.push && chunked.empty() && n >= kRunPullFromKeys && num_servers > 1 &&
       num_servers <= 65536 && EncodesKeysAtIssue() && OneRun(p->key_shape, req.keys)) {
     const ServerSpread spread = SpreadOverServers(ring, num_servers, req.keys, true);
+    known_server_of = spread.server_of;
     if (spread.only < 0 && SharesFitBitmaps(spread, req.keys)) {
       std::vector<unsigned char*> bit_at(spread.count.size(), nullptr);
       for (size_t s = 0; s < spread.count.size(); ++s) {
@@ -550,8 +552,12 @@ void RequestPipeline::Plan(const PipelineRequest& req, const char* what,
   constexpr uint32_t kChunkedKey = UINT32_MAX;
   SArray<uint16_t> server_of;  // every key's server, from one call into the ring
   if (groups > 1 && num_servers > 1 && num_servers <= 65536) {
-    server_of = NewLargeArray<uint16_t>(n);
-    ring.ServersOf(req.keys.data(), n, server_of.data());
+    server_of = known_server_of;
+    known_server_of = SArray<uint16_t>();  // one owner, freed with server_of below
+    if (server_of.empty()) {
+      server_of = NewLargeArray<uint16_t>(n);
+      ring.ServersOf(req.keys.data(), n, server_of.data());
+    }
   }
   // Without codecs or chunks a key's group is its server: server_of serves as the groups.
   const bool groups_are_servers = !server_of.empty() && codecs == 1 && chunked.empty();

@@ -5,8 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstdint>
-#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -21,41 +22,66 @@ size_t PageBytes() {
   return page;
 }
 
+// Asked once: the threads a large range is split over (std::thread's count of cores
+// reads a file on every call, and lent ring blocks come here per message).
+size_t MaxThreads() {
+  static const size_t threads =
+      std::min<size_t>(kMaxPrefaultThreads, std::max(1u, std::thread::hardware_concurrency()));
+  return threads;
+}
+
+// Cleared once the kernel refuses MADV_POPULATE_WRITE (before Linux 5.14): nothing is
+// tried, and no thread started, from then on.
+std::atomic<bool> g_kernel_populates{true};
+
 void Populate(uintptr_t begin, uintptr_t end) {
 #ifdef MADV_POPULATE_WRITE
-  if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+  if (end <= begin) return;
+  if (madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE) != 0 &&
+      errno == EINVAL) {
+    g_kernel_populates.store(false, std::memory_order_relaxed);
+  }
 #else
   (void)begin, (void)end;
+  g_kernel_populates.store(false, std::memory_order_relaxed);
 #endif
 }
 
 }  // namespace
 
 void PrefaultPages(void* data, size_t bytes) {
-  if (!data || bytes == 0) return;
+  if (!data || bytes == 0 || !g_kernel_populates.load(std::memory_order_relaxed)) return;
   const size_t page = PageBytes();
   // madvise takes a page-aligned start; the pages the range touches are all made
   // resident.
   const uintptr_t begin = reinterpret_cast<uintptr_t>(data) / page * page;
   const uintptr_t end = reinterpret_cast<uintptr_t>(data) + bytes;
   const size_t span = end - begin;
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const size_t threads =
-      std::min<size_t>({kMaxPrefaultThreads, cores, std::max<size_t>(1, span / kPrefaultBytesPerThread)});
+  if (span < 2 * kPrefaultBytesPerThread || MaxThreads() == 1) {
+    Populate(begin, end);
+    return;
+  }
+  const size_t threads = std::min<size_t>(MaxThreads(), span / kPrefaultBytesPerThread);
   const size_t each = (span / threads + page - 1) / page * page;
   std::vector<std::thread> helpers;
-  helpers.reserve(threads - 1);
+  std::vector<std::pair<uintptr_t, uintptr_t>> left;
+  try {
+    helpers.reserve(threads - 1);
+    left.reserve(threads - 1);
+  } catch (...) {
+    Populate(begin, end);  // no memory for the bookkeeping: all on this thread
+    return;
+  }
   // The caller takes the first piece; each helper one of the rest. A helper that
   // cannot start leaves its piece to the caller.
-  std::vector<std::pair<uintptr_t, uintptr_t>> left;
   for (size_t i = 1; i < threads; ++i) {
     const uintptr_t from = begin + i * each;
     if (from >= end) break;
     const uintptr_t to = i + 1 == threads ? end : std::min<uintptr_t>(end, from + each);
     try {
       helpers.emplace_back(Populate, from, to);
-    } catch (const std::system_error&) {
-      left.emplace_back(from, to);
+    } catch (...) {
+      left.emplace_back(from, to);  // reserved: does not throw
     }
   }
   Populate(begin, std::min<uintptr_t>(end, begin + each));

@@ -16,7 +16,8 @@
 //         values; split by server, each server's keys as a bitmap of the run: either
 //         way the push's key bytes are under a sixteenth of raw) and pulls them back,
 //         and then every key but each 1000th (not one run: at several servers, each
-//         part's keys raw, over key caching's bound, so never kept): W(W+1)/2 *
+//         part's keys raw, over key caching's bound of 8 MiB / W workers, so never
+//         kept, and lent): W(W+1)/2 *
 //         Base(key, 0) each. The servers answer those pulls with the request's own
 //         keys, or with --answer_keys=copy a copy of them (which the worker checks
 //         against its part's keys, its bitmap or their hash), or with

@@ -8,8 +8,9 @@
 // threads' MADV_POPULATE_WRITE. The runtime's large buffers and shared-memory blocks
 // are made resident this way just before they are filled.
 //
-// Best effort: where the kernel lacks MADV_POPULATE_WRITE (before Linux 5.14), or a
-// thread cannot start, less or nothing is done ahead and the writes fault as usual.
+// Best effort: where the kernel lacks MADV_POPULATE_WRITE (before Linux 5.14: the first
+// refusal turns every later call into a no-op), or a thread cannot start, less or
+// nothing is done ahead and the writes fault as usual.
 // The bytes are not changed. Thread safety: safe from any thread, on any memory this
 // process may write (private or shared).
 #ifndef PS_INTERNAL_PAGE_PREFAULT_H_
@@ -19,8 +20,9 @@
 
 namespace ps {
 
-// Below this many bytes per thread, fewer threads share the range (one for less than
-// twice this): starting a thread costs more than the faults it would take over.
+// Below this many bytes per thread, fewer threads share the range (the caller alone
+// for less than twice this): starting a thread costs more than the faults it would
+// take over.
 constexpr size_t kPrefaultBytesPerThread = size_t{4} << 20;
 // The most threads one call uses, the caller's included.
 constexpr unsigned kMaxPrefaultThreads = 4;
