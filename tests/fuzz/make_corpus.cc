@@ -145,7 +145,9 @@ void KeyFrameSeeds() {
   // of a run split over servers).
   ps::SArray<char> bitmap;
   char* bits = ps::BeginKeyBitmapFrame(7, 5, 3, 71, &bitmap);
-  for (int j : {0, 2, 3, 9, 63, 64, 70}) bits[j / 8] = static_cast<char>(bits[j / 8] | (1 << (j % 8)));
+  for (int j : {0, 2, 3, 9, 63, 64, 70}) {
+    bits[j / 8] = static_cast<char>(bits[j / 8] | (1 << (j % 8)));
+  }
   WriteSeed("key_frame", "bitmap", Bytes(bitmap));
   // A runs frame whose repeat overshoots the count by one.
   WriteSeed("key_frame", "edge-overshoot",

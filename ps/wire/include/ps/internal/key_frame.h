@@ -20,8 +20,9 @@
 //
 // Keys ascend strictly by construction (every step is at least 1); a step that would
 // pass 2^64 - 1, repeats that overshoot count - 1, a bitmap whose set bits are not the
-// count, a truncated or over-long varint, and trailing bytes are refused. The decoder treats every byte as hostile: it never reads
-// outside the frame and allocates only after checking the count against its bound.
+// count, a truncated or over-long varint, and trailing bytes are refused. The decoder
+// treats every byte as hostile: it never reads outside the frame and allocates only
+// after checking the count against its bound (and, for a bitmap, against its bits).
 //
 // Thread safety: every function here is pure; call from any thread.
 #ifndef PS_INTERNAL_KEY_FRAME_H_
